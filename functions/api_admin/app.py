@@ -1,0 +1,53 @@
+"""Admin API: board configuration, player removal, health. PostgreSQL + Redis."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from leaderboard.api.http import caller, create_app, json_body, json_response
+from leaderboard.api.observability import logger, metrics, tracer
+from leaderboard.services.boards import BoardAdminService
+from leaderboard.services.health import HealthService
+from leaderboard.settings import DatabaseSettings, QueueSettings, RedisSettings
+from leaderboard.stores.postgres import Database
+from leaderboard.stores.redis_client import connect
+from leaderboard.stores.redis_index import RedisIndex
+from leaderboard.stores.score_queue import SqsScoreQueue, make_sqs_client
+
+redis_settings = RedisSettings.from_env()
+db = Database(DatabaseSettings.from_env().url)
+index = RedisIndex(connect(redis_settings.url, cluster=redis_settings.cluster))
+queue_settings = QueueSettings.from_env()
+queue = SqsScoreQueue(make_sqs_client(queue_settings.endpoint_url), queue_settings.queue_url)
+boards = BoardAdminService(db, index)
+health = HealthService({"redis": index.ping, "postgres": db.ping, "queue": queue.ping})
+app = create_app()
+
+
+@app.put("/boards/<board_id>")
+def put_board(board_id: str) -> Response:
+    board, created = boards.put_board(board_id, json_body(app), caller(app))
+    return json_response(201 if created else 200, board)
+
+
+@app.delete("/boards/<board_id>/players/<player_id>")
+def delete_player(board_id: str, player_id: str) -> Response:
+    boards.delete_player(board_id, player_id, caller(app))
+    return Response(status_code=204, body="")
+
+
+@app.get("/health")
+def get_health() -> Response:
+    report = health.check()
+    ok = report["status"] == "ok"
+    return json_response(200 if ok else 503, report, {} if ok else {"Retry-After": "5"})
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics(raise_on_empty_metrics=False)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

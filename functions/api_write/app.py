@@ -1,0 +1,42 @@
+"""Write API: score submissions. One Redis script, then one queue send."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from leaderboard.api.http import caller, create_app, header, json_body, json_response
+from leaderboard.api.observability import logger, metrics, tracer
+from leaderboard.services.scores import ScoreService
+from leaderboard.settings import QueueSettings, RedisSettings
+from leaderboard.stores.redis_client import connect
+from leaderboard.stores.redis_index import RedisIndex
+from leaderboard.stores.score_queue import SqsScoreQueue, make_sqs_client
+
+redis_settings = RedisSettings.from_env()
+queue_settings = QueueSettings.from_env()
+scores = ScoreService(
+    RedisIndex(connect(redis_settings.url, cluster=redis_settings.cluster),
+               idempotency_ttl_seconds=redis_settings.idempotency_ttl_seconds),
+    SqsScoreQueue(make_sqs_client(queue_settings.endpoint_url), queue_settings.queue_url),
+)
+app = create_app()
+
+
+@app.post("/boards/<board_id>/scores")
+def submit(board_id: str) -> Response:
+    who = caller(app)
+    result = scores.submit(board_id, json_body(app), who, header(app, "Idempotency-Key"))
+    headers = {"Idempotent-Replayed": "true"} if result.replayed else {}
+    metrics.add_metric(name="ScoreReplayed" if result.replayed else "ScoreSubmitted",
+                       unit="Count", value=1)
+    return json_response(200, result.body, headers)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics(raise_on_empty_metrics=False)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)

@@ -1,0 +1,1 @@
+"""HTTP glue shared by the API functions (Powertools event handler), kept out of the domain."""

@@ -1,0 +1,71 @@
+"""Request parsing, authorization context and the one place domain errors become responses."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+
+from leaderboard.api.observability import logger, metrics
+from leaderboard.domain.auth import Caller, caller_from_claims
+from leaderboard.domain.errors import DomainError, PayloadTooLarge, RateLimited, Unavailable
+from leaderboard.domain.validation import MAX_BODY_BYTES, parse_json_object
+
+
+def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON,
+                    body=json.dumps(body, separators=(",", ":")), headers=headers or {})
+
+
+def create_app() -> APIGatewayHttpResolver:
+    """A resolver whose errors always answer JSON with a `message`."""
+    app = APIGatewayHttpResolver(strip_prefixes=None)
+
+    @app.exception_handler(DomainError)
+    def domain_error(exc: DomainError) -> Response:
+        headers = {}
+        if isinstance(exc, (RateLimited, Unavailable)):
+            headers["Retry-After"] = str(exc.retry_after)
+        if exc.status >= 500:
+            logger.warning("store unavailable", extra={"error": exc.message,
+                                                       "cause": repr(exc.__cause__)})
+        metrics.add_metric(name=f"Http{exc.status}", unit="Count", value=1)
+        return json_response(exc.status, exc.body(), headers)
+
+    @app.exception_handler(Exception)
+    def unexpected(exc: Exception) -> Response:  # a bug: log it whole, answer plainly
+        logger.exception("unhandled error")
+        metrics.add_metric(name="Http500", unit="Count", value=1)
+        return json_response(500, {"message": "internal error", "code": "internal"})
+
+    return app
+
+
+def caller(app: APIGatewayHttpResolver) -> Caller:
+    """The verified caller, from where API Gateway's JWT authorizer puts the claims."""
+    authorizer = (app.current_event.raw_event.get("requestContext") or {}).get("authorizer")
+    jwt = (authorizer or {}).get("jwt") or {}
+    return caller_from_claims(jwt.get("claims"), jwt.get("scopes"))
+
+
+def query(app: APIGatewayHttpResolver) -> dict[str, str | None]:
+    return dict(app.current_event.query_string_parameters or {})
+
+
+def json_body(app: APIGatewayHttpResolver, *, required: bool = True) -> dict[str, Any]:
+    event = app.current_event
+    raw = event.raw_event.get("body")
+    if raw is not None and len(raw) > MAX_BODY_BYTES * 4 // 3 + 4:
+        raise PayloadTooLarge(f"request body exceeds {MAX_BODY_BYTES} bytes")
+    return parse_json_object(event.decoded_body if raw is not None else None,
+                             required=required)
+
+
+def header(app: APIGatewayHttpResolver, name: str) -> str | None:
+    value = app.current_event.headers.get(name.lower())
+    if value is None:
+        for key, item in app.current_event.headers.items():
+            if key.lower() == name.lower():
+                return item
+    return value

@@ -1,0 +1,210 @@
+"""Board configuration: what a board ranks, how, and which rules a submission must pass."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from leaderboard.domain.errors import BadRequest, Conflict
+from leaderboard.domain.periods import ALL_TIME, PERIOD_KINDS, WEEKLY
+from leaderboard.domain.validation import (
+    MAX_SAFE_INTEGER,
+    REGION_RE,
+    require_int,
+    require_score,
+)
+
+SORTS = ("desc", "asc")
+MODES = ("increment", "best", "set")
+TIES = ("shared", "first")
+MAX_REGIONS = 32
+MAX_ENTRIES_LIMIT = 10_000_000
+MAX_RATE_PER_MINUTE = 100_000
+# Once a board has entries these would silently change the meaning of stored scores.
+IMMUTABLE_WITH_ENTRIES = ("sort", "mode", "ties", "periods")
+
+
+@dataclass(frozen=True, slots=True)
+class BoardConfig:
+    board_id: str
+    title: str | None = None
+    sort: str = "desc"
+    mode: str = "increment"
+    periods: tuple[str, ...] = (ALL_TIME, WEEKLY)
+    ties: str = "shared"
+    max_entries: int | None = None
+    min_score: int | float | None = None
+    max_score: int | float | None = None
+    max_increment: int | float | None = None
+    regions: tuple[str, ...] | None = None
+    rate_limit_per_minute: int | None = None
+    created_at: str = ""
+    updated_at: str = ""
+    version: int = 1
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def to_public(self) -> dict[str, Any]:
+        """The board object of the API contract."""
+        data = asdict(self)
+        data.pop("extra")
+        data.pop("version")
+        data["periods"] = list(self.periods)
+        data["regions"] = list(self.regions) if self.regions is not None else None
+        return data
+
+    def to_script_config(self) -> dict[str, Any]:
+        """The compact form the Redis scripts read; null rules are left out."""
+        cfg: dict[str, Any] = {
+            "sort": self.sort,
+            "mode": self.mode,
+            "ties": self.ties,
+            "periods": list(self.periods),
+            "v": self.version,
+        }
+        optional = {
+            "regions": list(self.regions) if self.regions else None,
+            "max_entries": self.max_entries,
+            "min": self.min_score,
+            "max": self.max_score,
+            "max_inc": self.max_increment,
+            "rate": self.rate_limit_per_minute,
+        }
+        cfg.update({k: v for k, v in optional.items() if v is not None})
+        return cfg
+
+    @classmethod
+    def from_public(cls, data: dict[str, Any]) -> BoardConfig:
+        """Rebuild from the stored board object (already validated when it was written)."""
+        return cls(
+            board_id=data["board_id"],
+            title=data.get("title"),
+            sort=data.get("sort", "desc"),
+            mode=data.get("mode", "increment"),
+            periods=tuple(data.get("periods") or (ALL_TIME, WEEKLY)),
+            ties=data.get("ties", "shared"),
+            max_entries=data.get("max_entries"),
+            min_score=data.get("min_score"),
+            max_score=data.get("max_score"),
+            max_increment=data.get("max_increment"),
+            regions=tuple(data["regions"]) if data.get("regions") else None,
+            rate_limit_per_minute=data.get("rate_limit_per_minute"),
+            created_at=data.get("created_at", ""),
+            updated_at=data.get("updated_at", ""),
+            version=int(data.get("version", 1)),
+        )
+
+
+_FIELDS = (
+    "title", "sort", "mode", "periods", "ties", "max_entries", "min_score", "max_score",
+    "max_increment", "regions", "rate_limit_per_minute",
+)
+
+
+def _choice(value: Any, name: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed or not isinstance(value, str):
+        raise BadRequest(f"{name} must be one of {', '.join(allowed)}", field=name)
+    return value
+
+
+def _optional_bound(value: Any, name: str) -> int | float | None:
+    return None if value is None else require_score(value, name)
+
+
+def _parse_field(name: str, value: Any) -> Any:
+    if name == "title":
+        if value is None:
+            return None
+        if not isinstance(value, str) or len(value) > 100:
+            raise BadRequest("title must be a string of at most 100 characters", field=name)
+        return value
+    if name == "sort":
+        return _choice(value, name, SORTS)
+    if name == "mode":
+        return _choice(value, name, MODES)
+    if name == "ties":
+        return _choice(value, name, TIES)
+    if name == "periods":
+        if not isinstance(value, list) or not value:
+            raise BadRequest("periods must be a non-empty list", field=name)
+        for item in value:
+            _choice(item, name, PERIOD_KINDS)
+        if len(set(value)) != len(value):
+            raise BadRequest("periods must not repeat", field=name)
+        return tuple(k for k in PERIOD_KINDS if k in value)
+    if name == "max_entries":
+        return None if value is None else require_int(value, name, minimum=1,
+                                                      maximum=MAX_ENTRIES_LIMIT)
+    if name in ("min_score", "max_score"):
+        return _optional_bound(value, name)
+    if name == "max_increment":
+        bound = _optional_bound(value, name)
+        if bound is not None and bound <= 0:
+            raise BadRequest("max_increment must be positive", field=name)
+        return bound
+    if name == "regions":
+        if value is None:
+            return None
+        if not isinstance(value, list) or not 1 <= len(value) <= MAX_REGIONS:
+            raise BadRequest(f"regions must be null or a list of 1 to {MAX_REGIONS} codes",
+                             field=name)
+        for item in value:
+            if not isinstance(item, str) or not REGION_RE.fullmatch(item):
+                raise BadRequest("each region must match ^[A-Z]{2,8}$", field=name)
+        if len(set(value)) != len(value):
+            raise BadRequest("regions must not repeat", field=name)
+        return tuple(value)
+    if name == "rate_limit_per_minute":
+        return None if value is None else require_int(value, name, minimum=1,
+                                                      maximum=MAX_RATE_PER_MINUTE)
+    raise AssertionError(name)  # pragma: no cover
+
+
+def parse_board_request(
+    board_id: str,
+    body: dict[str, Any],
+    existing: BoardConfig | None,
+    *,
+    has_entries: bool,
+    now_iso: str,
+) -> BoardConfig:
+    """Validate a PUT body against the current board (if any).
+
+    Fields left out keep their current value (defaults on create), so a client can change the
+    title without restating every rule; an explicit null clears a nullable rule.
+    """
+    unknown = sorted(set(body) - set(_FIELDS) - {"board_id"})
+    if unknown:
+        raise BadRequest(f"unknown field(s): {', '.join(unknown)}", fields=unknown)
+    if "board_id" in body and body["board_id"] != board_id:
+        raise BadRequest("board_id in the body must match the path", field="board_id")
+    changes = {name: _parse_field(name, body[name]) for name in _FIELDS if name in body}
+
+    base = existing or BoardConfig(board_id=board_id, created_at=now_iso)
+    board = replace(base, **changes, updated_at=now_iso,
+                    version=(existing.version + 1) if existing else 1)
+
+    if board.min_score is not None and board.max_score is not None \
+            and board.min_score > board.max_score:
+        raise BadRequest("min_score must not be greater than max_score", field="min_score")
+    if board.mode != "increment" and board.max_increment is not None:
+        raise BadRequest("max_increment applies to increment boards only",
+                         field="max_increment")
+    if existing is not None and has_entries:
+        changed = [f for f in IMMUTABLE_WITH_ENTRIES
+                   if getattr(existing, f) != getattr(board, f)]
+        if changed:
+            raise Conflict(
+                f"{', '.join(changed)} cannot change once the board has entries",
+                fields=changed,
+            )
+    return board
+
+
+def is_better(sort: str, candidate: float, current: float) -> bool:
+    return candidate > current if sort == "desc" else candidate < current
+
+
+def within_safe_range(value: float) -> bool:
+    return math.isfinite(value) and abs(value) <= MAX_SAFE_INTEGER
+

@@ -1,0 +1,80 @@
+"""Domain errors carry their HTTP meaning so one place can map them to responses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class DomainError(Exception):
+    """Base error: `status` is the HTTP status the API answers with."""
+
+    status = 400
+    code = "bad_request"
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+    def body(self) -> dict[str, Any]:
+        return {"message": self.message, "code": self.code, **self.details}
+
+
+class BadRequest(DomainError):
+    """Malformed input: wrong type, bad identifier, unknown field, bad query parameter."""
+
+
+class Unprocessable(DomainError):
+    """Well-formed input that the board's rules reject (bounds, increments, unknown region)."""
+
+    status = 422
+    code = "unprocessable"
+
+
+class Unauthorized(DomainError):
+    status = 401
+    code = "unauthorized"
+
+
+class Forbidden(DomainError):
+    status = 403
+    code = "forbidden"
+
+
+class NotFound(DomainError):
+    status = 404
+    code = "not_found"
+
+
+class Conflict(DomainError):
+    status = 409
+    code = "conflict"
+
+
+class PayloadTooLarge(DomainError):
+    status = 413
+    code = "payload_too_large"
+
+
+class RateLimited(DomainError):
+    status = 429
+    code = "rate_limited"
+
+    def __init__(self, message: str, retry_after: int, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.retry_after = max(1, retry_after)
+
+
+class Unavailable(DomainError):
+    """A store cannot be reached; the client should retry after `retry_after` seconds."""
+
+    status = 503
+    code = "unavailable"
+
+    def __init__(self, message: str, retry_after: int = 1, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.retry_after = max(1, retry_after)
+
+
+class ConfigurationError(RuntimeError):
+    """Raised at cold start when the function's environment is incomplete or invalid."""

@@ -1,0 +1,63 @@
+"""The score event: what the queue carries from the write path to the system of record.
+
+Events are delivered at least once and possibly out of order; `event_id` makes a duplicate
+harmless and `version` (a per-board sequence, so increasing for every player) tells the
+persister which state is newer.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Standing:
+    period: str
+    region: str | None
+    score: int | float
+    rank: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreEvent:
+    event_id: str
+    board_id: str
+    player_id: str
+    operation: str
+    submitted_score: int | float
+    region: str | None
+    metadata: dict[str, Any] | None
+    version: int
+    applied: bool
+    occurred_at_ms: int
+    standings: tuple[Standing, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_VERSION,
+            "type": "score_submitted",
+            "event_id": self.event_id,
+            "board_id": self.board_id,
+            "player_id": self.player_id,
+            "operation": self.operation,
+            "submitted_score": self.submitted_score,
+            "region": self.region,
+            "metadata": self.metadata,
+            "version": self.version,
+            "applied": self.applied,
+            "occurred_at_ms": self.occurred_at_ms,
+            "scores": [
+                {"period": s.period, "region": s.region, "score": s.score}
+                for s in self.standings
+            ],
+        }
+
+    def to_message(self) -> str:
+        return json.dumps(self.to_json(), separators=(",", ":"))

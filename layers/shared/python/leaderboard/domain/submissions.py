@@ -1,0 +1,85 @@
+"""A score submission, validated before it reaches the store."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from leaderboard.domain.auth import Caller, submission_player
+from leaderboard.domain.errors import BadRequest
+from leaderboard.domain.validation import (
+    require_player_id,
+    require_region,
+    require_score,
+)
+
+MAX_METADATA_KEYS = 16
+MAX_METADATA_STRING = 256
+MAX_METADATA_KEY = 64
+_FIELDS = {"player_id", "score", "region", "metadata"}
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    player_id: str
+    score: int | float
+    region: str | None
+    metadata: dict[str, str | int | float | bool] | None
+
+    def fingerprint(self) -> str:
+        """Identifies the request body for idempotency: same key + other body is a conflict."""
+        canonical = json.dumps(
+            [self.player_id, self.score, self.region, self.metadata],
+            sort_keys=True, separators=(",", ":"),
+        )
+        return hashlib.sha256(canonical.encode()).hexdigest()[:32]
+
+
+def _metadata(value: Any) -> dict[str, str | int | float | bool] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise BadRequest("metadata must be a flat JSON object", field="metadata")
+    if len(value) > MAX_METADATA_KEYS:
+        raise BadRequest(f"metadata has at most {MAX_METADATA_KEYS} keys", field="metadata")
+    clean: dict[str, str | int | float | bool] = {}
+    for key, item in value.items():
+        if not 1 <= len(key) <= MAX_METADATA_KEY:
+            raise BadRequest(f"metadata keys are 1 to {MAX_METADATA_KEY} characters",
+                             field="metadata")
+        if isinstance(item, bool):
+            clean[key] = item
+        elif isinstance(item, str):
+            if len(item) > MAX_METADATA_STRING:
+                raise BadRequest(
+                    f"metadata strings are at most {MAX_METADATA_STRING} characters",
+                    field="metadata",
+                )
+            clean[key] = item
+        elif isinstance(item, (int, float)):
+            clean[key] = require_score(item, f"metadata.{key}")
+        else:
+            raise BadRequest("metadata values must be strings, numbers or booleans",
+                             field="metadata")
+    return clean
+
+
+def parse_submission(body: dict[str, Any], caller: Caller) -> Submission:
+    unknown = sorted(set(body) - _FIELDS)
+    if unknown:
+        raise BadRequest(f"unknown field(s): {', '.join(unknown)}", fields=unknown)
+    if "score" not in body:
+        raise BadRequest("score is required", field="score")
+    requested = body.get("player_id")
+    if requested is not None:
+        requested = require_player_id(requested)
+    player_id = require_player_id(submission_player(caller, requested))
+    region = body.get("region")
+    return Submission(
+        player_id=player_id,
+        score=require_score(body["score"], "score"),
+        region=None if region is None else require_region(region),
+        metadata=_metadata(body.get("metadata")),
+    )

@@ -1,0 +1,144 @@
+"""Strict input checks shared by every route.
+
+JSON from clients is parsed here rather than with a permissive `json.loads`: NaN/Infinity
+literals, huge numbers, deep nesting and duplicate keys are refused before any rule runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+from leaderboard.domain.errors import BadRequest, PayloadTooLarge
+
+MAX_BODY_BYTES = 16 * 1024
+MAX_SAFE_INTEGER = 2**53 - 1
+MAX_JSON_DEPTH = 8
+
+BOARD_ID_RE = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
+PLAYER_ID_RE = re.compile(r"[A-Za-z0-9_.:@-]{1,64}")
+REGION_RE = re.compile(r"[A-Z]{2,8}")
+IDEMPOTENCY_KEY_RE = re.compile(r"[\x21-\x7e]{1,128}")
+
+
+def _refuse_constant(name: str) -> Any:
+    raise BadRequest(f"{name} is not a valid JSON number")
+
+
+def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise BadRequest(f"duplicate key {key!r} in JSON object")
+        result[key] = value
+    return result
+
+
+def _depth(value: Any, level: int = 1) -> int:
+    if isinstance(value, dict):
+        return max([level, *(_depth(v, level + 1) for v in value.values())])
+    if isinstance(value, list):
+        return max([level, *(_depth(v, level + 1) for v in value)])
+    return level
+
+
+def parse_json_object(body: str | bytes | None, *, required: bool = True) -> dict[str, Any]:
+    """Parse a request body that must be a JSON object of at most 16 KiB."""
+    if body is None or body in ("", b""):
+        if required:
+            raise BadRequest("request body is required (a JSON object)")
+        return {}
+    raw = body.encode() if isinstance(body, str) else body
+    if len(raw) > MAX_BODY_BYTES:
+        raise PayloadTooLarge(f"request body exceeds {MAX_BODY_BYTES} bytes")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise BadRequest("request body is not valid UTF-8") from None
+    try:
+        value = json.loads(
+            text, parse_constant=_refuse_constant, object_pairs_hook=_refuse_duplicates
+        )
+    except RecursionError:
+        raise BadRequest("request body is nested too deeply") from None
+    except json.JSONDecodeError as exc:
+        raise BadRequest(f"request body is not valid JSON: {exc.msg} at position {exc.pos}"
+                         ) from None
+    if not isinstance(value, dict):
+        raise BadRequest("request body must be a JSON object")
+    if _depth(value) > MAX_JSON_DEPTH:
+        raise BadRequest("request body is nested too deeply")
+    return value
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def require_score(value: Any, field: str) -> int | float:
+    """A score: a finite JSON number with |x| <= 2^53 - 1 (exact in a double)."""
+    if not is_number(value):
+        raise BadRequest(f"{field} must be a number", field=field)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise BadRequest(f"{field} must be finite", field=field)
+    if abs(value) > MAX_SAFE_INTEGER:
+        raise BadRequest(f"{field} must be between -{MAX_SAFE_INTEGER} and {MAX_SAFE_INTEGER}",
+                         field=field)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def require_int(value: Any, field: str, *, minimum: int, maximum: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise BadRequest(f"{field} must be an integer", field=field)
+    if not minimum <= value <= maximum:
+        raise BadRequest(f"{field} must be between {minimum} and {maximum}", field=field)
+    return value
+
+
+def require_board_id(value: Any) -> str:
+    if not isinstance(value, str) or not BOARD_ID_RE.fullmatch(value):
+        raise BadRequest("board_id must match ^[a-z0-9][a-z0-9_-]{0,63}$", field="board_id")
+    return value
+
+
+def require_player_id(value: Any) -> str:
+    if not isinstance(value, str) or not PLAYER_ID_RE.fullmatch(value):
+        raise BadRequest("player_id must match ^[A-Za-z0-9_.:@-]{1,64}$", field="player_id")
+    return value
+
+
+def require_region(value: Any) -> str:
+    if not isinstance(value, str) or not REGION_RE.fullmatch(value):
+        raise BadRequest("region must match ^[A-Z]{2,8}$", field="region")
+    return value
+
+
+def require_idempotency_key(value: str | None) -> str | None:
+    if value is None:
+        return None
+    if not IDEMPOTENCY_KEY_RE.fullmatch(value):
+        raise BadRequest("Idempotency-Key must be 1-128 printable ASCII characters",
+                         field="Idempotency-Key")
+    return value
+
+
+def query_int(raw: str | None, field: str, *, default: int, minimum: int, maximum: int) -> int:
+    """An integer query parameter; anything but plain decimal digits is refused."""
+    if raw is None:
+        return default
+    text = raw.strip()
+    if not re.fullmatch(r"-?[0-9]{1,9}", text):
+        raise BadRequest(f"{field} must be an integer between {minimum} and {maximum}",
+                         field=field)
+    return require_int(int(text), field, minimum=minimum, maximum=maximum)
+
+
+def format_score(value: float | int) -> int | float:
+    """Render a stored double the way clients sent it: integral values as JSON integers."""
+    if isinstance(value, float) and value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
+        return int(value)
+    return value

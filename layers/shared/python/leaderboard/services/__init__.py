@@ -1,0 +1,1 @@
+"""Use cases: each ties the domain rules to the stores for one kind of request."""

@@ -1,0 +1,80 @@
+"""Submitting a score: validate, apply in one Redis script, hand the event to the queue."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from leaderboard.domain.auth import Caller
+from leaderboard.domain.clock import Clock, system_clock, to_ms
+from leaderboard.domain.events import ScoreEvent
+from leaderboard.domain.periods import current_periods
+from leaderboard.domain.submissions import Submission, parse_submission
+from leaderboard.domain.validation import require_board_id, require_idempotency_key
+from leaderboard.stores.redis_index import RedisIndex, SubmitResult
+
+
+class EventSink(Protocol):
+    def send(self, event: ScoreEvent) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitResponse:
+    body: dict[str, Any]
+    replayed: bool
+    event: ScoreEvent
+
+
+class ScoreService:
+    def __init__(self, index: RedisIndex, sink: EventSink, clock: Clock = system_clock) -> None:
+        self.index = index
+        self.sink = sink
+        self.clock = clock
+
+    def submit(self, board_id: str, body: dict[str, Any], caller: Caller,
+               idempotency_key: str | None) -> SubmitResponse:
+        board_id = require_board_id(board_id)
+        key = require_idempotency_key(idempotency_key)
+        submission = parse_submission(body, caller)
+        now = self.clock()
+        result = self.index.submit(
+            board_id, submission,
+            event_id=str(uuid.uuid4()),
+            now_ms=to_ms(now),
+            periods=current_periods(now),
+            idempotency=(caller.subject, key) if key else None,
+        )
+        event = _event(board_id, submission, result)
+        # A replay sends the event again: the first send may be what failed, and the
+        # persister ignores an event id it has already stored.
+        self.sink.send(event)
+        return SubmitResponse(body=_response(board_id, submission, result),
+                              replayed=result.replayed, event=event)
+
+
+def _event(board_id: str, submission: Submission, result: SubmitResult) -> ScoreEvent:
+    return ScoreEvent(
+        event_id=result.event_id,
+        board_id=board_id,
+        player_id=submission.player_id,
+        operation=result.operation,
+        submitted_score=submission.score,
+        region=submission.region,
+        metadata=submission.metadata,
+        version=result.version,
+        applied=result.applied,
+        occurred_at_ms=result.occurred_at_ms,
+        standings=result.standings,
+    )
+
+
+def _response(board_id: str, submission: Submission, result: SubmitResult) -> dict[str, Any]:
+    return {
+        "board_id": board_id,
+        "player_id": submission.player_id,
+        "event_id": result.event_id,
+        "applied": result.applied,
+        "version": result.version,
+        "standings": [s.to_json() for s in result.standings],
+    }

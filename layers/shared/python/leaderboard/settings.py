@@ -1,0 +1,88 @@
+"""Configuration from environment variables, validated once at cold start.
+
+A function asks only for what it uses; a missing or malformed variable stops the cold start with
+a message naming it, rather than failing on the first request.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from leaderboard.domain.errors import ConfigurationError
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def _flag(name: str, default: bool = False) -> bool:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ConfigurationError(f"{name} must be true or false, not {raw!r}")
+
+
+def _int(name: str, default: int, minimum: int, maximum: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigurationError(f"{name} must be an integer, not {raw!r}") from None
+    if not minimum <= value <= maximum:
+        raise ConfigurationError(f"{name} must be between {minimum} and {maximum}")
+    return value
+
+
+def _url(name: str, schemes: tuple[str, ...]) -> str:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        raise ConfigurationError(f"{name} is required")
+    if urlsplit(raw).scheme not in schemes:
+        raise ConfigurationError(f"{name} must be a {' or '.join(schemes)} URL")
+    return raw
+
+
+@dataclass(frozen=True, slots=True)
+class RedisSettings:
+    url: str
+    cluster: bool
+    idempotency_ttl_seconds: int
+
+    @classmethod
+    def from_env(cls) -> RedisSettings:
+        return cls(
+            url=_url("REDIS_URL", ("redis", "rediss", "valkey", "valkeys")).replace(
+                "valkey", "redis", 1),
+            cluster=_flag("REDIS_CLUSTER"),
+            idempotency_ttl_seconds=_int("IDEMPOTENCY_TTL_SECONDS", 90_000, 86_400, 2_592_000),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSettings:
+    queue_url: str
+    endpoint_url: str | None
+
+    @classmethod
+    def from_env(cls) -> QueueSettings:
+        return cls(
+            queue_url=_url("SCORE_QUEUE_URL", ("https", "http")),
+            endpoint_url=os.environ.get("SQS_ENDPOINT_URL") or None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class DatabaseSettings:
+    url: str
+
+    @classmethod
+    def from_env(cls) -> DatabaseSettings:
+        return cls(url=_url("DATABASE_URL", ("postgresql", "postgres")))

@@ -1,0 +1,90 @@
+-- Every read in one round trip: the window of entries, their ranks, their metadata, the total.
+--
+-- KEYS: 1 cfg, 2 sorted set, 3 member map (ties=first boards), 4 metadata hash.
+-- ARGV: 1 op ('page' | 'around_rank' | 'player' | 'around'), 2 period kind, 3 region ('' = global),
+--       4 player (player/around), 5 offset (page) or rank (around_rank), 6 window size.
+-- Returns {'OK', total, start, player_position (-1 if none), n, then n x (player, score, rank),
+--          then n metadata JSON strings ('' = none)} or {'ERR', code}.
+local raw = redis.call('GET', KEYS[1])
+if not raw then return {'ERR', 'no_board'} end
+local cfg = cjson.decode(raw)
+
+local function has(list, item)
+  if type(list) ~= 'table' then return false end
+  for _, v in ipairs(list) do if v == item then return true end end
+  return false
+end
+if not has(cfg.periods, ARGV[2]) then return {'ERR', 'no_period'} end
+if ARGV[3] ~= '' and not has(cfg.regions, ARGV[3]) then return {'ERR', 'unknown_region'} end
+
+local key = KEYS[2]
+local desc, first = cfg.sort == 'desc', cfg.ties == 'first'
+local total = redis.call('ZCARD', key)
+local op, size = ARGV[1], tonumber(ARGV[6])
+local start, ppos = 0, -1
+
+local function centre(pos)
+  local s = pos - math.floor((size - 1) / 2)
+  if s > total - size then s = total - size end
+  if s < 0 then s = 0 end
+  return s
+end
+
+if op == 'page' then
+  start = tonumber(ARGV[5])
+elseif op == 'around_rank' then
+  start = centre(tonumber(ARGV[5]) - 1)
+else
+  local member = ARGV[4]
+  if first then member = redis.call('HGET', KEYS[3], ARGV[4]) end
+  local pos = false
+  if member then
+    if desc then pos = redis.call('ZREVRANK', key, member) else pos = redis.call('ZRANK', key, member) end
+  end
+  if not pos then return {'ERR', 'no_player'} end
+  ppos = pos
+  if op == 'player' then
+    start, size = pos, 1
+  else
+    start = centre(pos)
+  end
+end
+
+local rows
+if desc then rows = redis.call('ZREVRANGE', key, start, start + size - 1, 'WITHSCORES')
+else rows = redis.call('ZRANGE', key, start, start + size - 1, 'WITHSCORES') end
+
+local out = {'OK', total, start, ppos, #rows / 2}
+local players = {}
+local prev_score, prev_rank = nil, nil
+for i = 1, #rows, 2 do
+  local pid, s = rows[i], rows[i + 1]
+  if first then pid = string.sub(pid, 17) end
+  local position = start + (i - 1) / 2
+  local rank
+  if first then
+    rank = position + 1
+  else
+    -- Competition ranking: 1 + the number of strictly better scores.
+    local value = tonumber(s)
+    if prev_score ~= nil and value == prev_score then
+      rank = prev_rank
+    elseif prev_score ~= nil then
+      rank = position + 1
+    elseif desc then
+      rank = redis.call('ZCOUNT', key, '(' .. s, '+inf') + 1
+    else
+      rank = redis.call('ZCOUNT', key, '-inf', '(' .. s) + 1
+    end
+    prev_score, prev_rank = value, rank
+  end
+  out[#out + 1] = pid
+  out[#out + 1] = s
+  out[#out + 1] = rank
+  players[#players + 1] = pid
+end
+if #players > 0 then
+  local metas = redis.call('HMGET', KEYS[4], unpack(players))
+  for i = 1, #players do out[#out + 1] = metas[i] or '' end
+end
+return out

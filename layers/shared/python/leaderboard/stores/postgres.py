@@ -1,0 +1,145 @@
+"""PostgreSQL, the system of record: migrations and the board repository.
+
+One connection per execution environment, opened lazily and replaced when the server closed it,
+so a warm function does not pay a new TLS handshake per request.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from importlib import resources
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from leaderboard.domain.boards import BoardConfig
+from leaderboard.domain.errors import Unavailable
+
+log = logging.getLogger(__name__)
+_MIGRATION_LOCK = 72_201_001  # advisory lock id: one migrator at a time
+
+
+class Database:
+    """A lazily opened, self-healing connection (autocommit; writes use transaction())."""
+
+    def __init__(self, url: str, *, connect_timeout: int = 5) -> None:
+        self.url = url
+        self.connect_timeout = connect_timeout
+        self._conn: psycopg.Connection[Any] | None = None
+
+    def connection(self) -> psycopg.Connection[Any]:
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            try:
+                self._conn = psycopg.connect(self.url, connect_timeout=self.connect_timeout,
+                                             autocommit=True)
+            except psycopg.OperationalError as exc:
+                raise Unavailable("the database is unavailable", retry_after=2) from exc
+        return self._conn
+
+    @contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        """A transaction; a broken connection is dropped so the next call reconnects."""
+        conn = self.connection()
+        try:
+            with conn.transaction():
+                yield conn
+        except psycopg.OperationalError as exc:
+            self.close()
+            raise Unavailable("the database is unavailable", retry_after=2) from exc
+
+    def ping(self) -> bool:
+        with self.transaction() as conn:
+            conn.execute("SELECT 1")
+        return True
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+def migration_files() -> list[tuple[str, str]]:
+    """(name, SQL) of every migration, in order; they ship inside the shared layer."""
+    folder = resources.files("leaderboard.stores").joinpath("sql")
+    files = sorted(p.name for p in folder.iterdir() if p.name.endswith(".sql"))
+    return [(name, folder.joinpath(name).read_text()) for name in files]
+
+
+def apply_migrations(url: str) -> list[str]:
+    """Apply pending migrations in order, each in its own transaction; returns those applied.
+
+    Safe to run concurrently (advisory lock) and repeatedly (recorded with a checksum; an edited
+    migration that was already applied is an error, not silently skipped).
+    """
+    applied: list[str] = []
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("SELECT pg_advisory_lock(%s)", (_MIGRATION_LOCK,))
+        try:
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations ("
+                " name text PRIMARY KEY, checksum text NOT NULL,"
+                " applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            rows = conn.execute("SELECT name, checksum FROM schema_migrations").fetchall()
+            done: dict[str, str] = dict(rows)
+            for name, sql in migration_files():
+                checksum = hashlib.sha256(sql.encode()).hexdigest()
+                if name in done:
+                    if done[name] != checksum:
+                        raise RuntimeError(f"migration {name} changed after it was applied")
+                    continue
+                with conn.transaction():
+                    conn.execute(sql.encode())  # trusted files shipped with the code
+                    conn.execute(
+                        "INSERT INTO schema_migrations (name, checksum) VALUES (%s, %s)",
+                        (name, checksum),
+                    )
+                log.info("applied migration %s", name)
+                applied.append(name)
+        finally:
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_MIGRATION_LOCK,))
+    return applied
+
+
+class BoardRepository:
+    """Board configuration rows."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def get_for_update(self, conn: psycopg.Connection[Any], board_id: str) -> BoardConfig | None:
+        row = conn.execute(
+            "SELECT config, version FROM boards WHERE board_id = %s FOR UPDATE", (board_id,)
+        ).fetchone()
+        return None if row is None else _board(row[0], row[1])
+
+    def save(self, conn: psycopg.Connection[Any], board: BoardConfig) -> None:
+        conn.execute(
+            "INSERT INTO boards (board_id, config, version, created_at, updated_at)"
+            " VALUES (%s, %s, %s, %s, %s)"
+            " ON CONFLICT (board_id) DO UPDATE SET config = EXCLUDED.config,"
+            " version = EXCLUDED.version, updated_at = EXCLUDED.updated_at",
+            (board.board_id, Jsonb(board.to_public()), board.version, board.created_at,
+             board.updated_at),
+        )
+
+    def get(self, board_id: str) -> BoardConfig | None:
+        with self.db.transaction() as conn:
+            row = conn.execute("SELECT config, version FROM boards WHERE board_id = %s",
+                               (board_id,)).fetchone()
+        return None if row is None else _board(row[0], row[1])
+
+    def all(self) -> list[BoardConfig]:
+        with self.db.transaction() as conn:
+            cur = conn.cursor(row_factory=dict_row)
+            rows = cur.execute("SELECT config, version FROM boards ORDER BY board_id").fetchall()
+        return [_board(r["config"], r["version"]) for r in rows]
+
+
+def _board(config: dict[str, Any], version: int) -> BoardConfig:
+    return BoardConfig.from_public({**config, "version": version})

@@ -1,0 +1,38 @@
+"""Redis/Valkey connections, created once per execution environment.
+
+redis-py reconnects a dropped connection on the next command; the retry policy below covers a
+failover or an idle connection closed by the server, without hiding a real outage for long.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+import redis
+from redis.backoff import ExponentialBackoff
+from redis.cluster import RedisCluster
+from redis.retry import Retry
+
+RedisLike = Any  # redis.Redis | redis.cluster.RedisCluster (both expose the same commands)
+
+
+def connect(url: str, *, cluster: bool = False, timeout: float = 2.0) -> RedisLike:
+    """A client for `url`; `cluster=True` for Redis Cluster / ElastiCache cluster mode."""
+    retry = Retry(ExponentialBackoff(cap=0.5, base=0.02), retries=2)
+    common: dict[str, Any] = {
+        "decode_responses": True,
+        "socket_timeout": timeout,
+        "socket_connect_timeout": timeout,
+        "health_check_interval": 30,
+        "retry": retry,
+    }
+    if cluster:
+        return RedisCluster.from_url(url, **common)
+    return redis.Redis.from_url(url, **common)
+
+
+def describe(url: str) -> str:
+    """The endpoint without credentials, for logs."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.hostname}:{parts.port or 6379}"

@@ -1,0 +1,346 @@
+"""The serving index: boards, scores and ranks in Redis/Valkey sorted sets.
+
+Layout, every key of a board under the hash tag `{board}` so one script can touch them all:
+  lb:{b}:cfg            compact board rules read by the scripts (JSON)
+  lb:{b}:z:<period>[:R] sorted set of one period (and region R): member -> score
+  lb:{b}:m:<period>[:R] ties=first boards: player -> member (member = arrival prefix + player)
+  lb:{b}:meta           player -> metadata JSON
+  lb:{b}:refs           player -> number of sorted sets holding the player (no orphan metadata)
+  lb:{b}:keys           registry of the board's sorted-set suffixes
+  lb:{b}:seq            per-board version counter (every event's version)
+  lb:{b}:idem:<h>       idempotency record (fingerprint + result), expires
+  lb:{b}:rl:<player>    rate-limit token bucket, expires
+  lb:boards             catalog: board_id -> public board JSON (one key, for GET /boards)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import wraps
+from importlib import resources
+from typing import Any, ParamSpec, TypeVar
+
+from redis.exceptions import BusyLoadingError, ClusterDownError, TryAgainError
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from leaderboard.domain.boards import BoardConfig
+from leaderboard.domain.errors import (
+    Conflict,
+    NotFound,
+    RateLimited,
+    Unavailable,
+    Unprocessable,
+)
+from leaderboard.domain.events import Standing
+from leaderboard.domain.periods import Period
+from leaderboard.domain.submissions import Submission
+from leaderboard.domain.validation import format_score
+from leaderboard.stores.redis_client import RedisLike
+
+CATALOG_KEY = "lb:boards"
+_UNREACHABLE = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, ClusterDownError,
+                TryAgainError)
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def guarded(method: Callable[P, R]) -> Callable[P, R]:
+    """An unreachable serving index is a 503 with Retry-After, never a 500."""
+
+    @wraps(method)
+    def call(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except _UNREACHABLE as exc:
+            raise Unavailable("the serving index (Redis) is unavailable", retry_after=1,
+                              store="redis") from exc
+
+    return call
+
+
+def _script(name: str) -> str:
+    return resources.files("leaderboard.stores").joinpath(f"lua/{name}.lua").read_text()
+
+
+class BoardKeys:
+    """Key names of one board; all share the board's hash tag."""
+
+    __slots__ = ("board_id", "prefix")
+
+    def __init__(self, board_id: str) -> None:
+        self.board_id = board_id
+        self.prefix = f"lb:{{{board_id}}}:"
+
+    @staticmethod
+    def suffix(period_id: str, region: str | None) -> str:
+        return f"{period_id}:{region}" if region else period_id
+
+    def zset(self, period_id: str, region: str | None = None) -> str:
+        return f"{self.prefix}z:{self.suffix(period_id, region)}"
+
+    def members(self, period_id: str, region: str | None = None) -> str:
+        return f"{self.prefix}m:{self.suffix(period_id, region)}"
+
+    @property
+    def cfg(self) -> str:
+        return self.prefix + "cfg"
+
+    @property
+    def meta(self) -> str:
+        return self.prefix + "meta"
+
+    @property
+    def refs(self) -> str:
+        return self.prefix + "refs"
+
+    @property
+    def registry(self) -> str:
+        return self.prefix + "keys"
+
+    @property
+    def seq(self) -> str:
+        return self.prefix + "seq"
+
+    def idempotency(self, subject: str, key: str) -> str:
+        digest = hashlib.sha256(json.dumps([subject, key]).encode()).hexdigest()[:40]
+        return f"{self.prefix}idem:{digest}"
+
+    def rate(self, player_id: str) -> str:
+        return f"{self.prefix}rl:{player_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class SubmitResult:
+    event_id: str
+    applied: bool
+    version: int
+    occurred_at_ms: int
+    operation: str
+    standings: tuple[Standing, ...]
+    replayed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    rank: int
+    player_id: str
+    score: int | float
+    metadata: dict[str, Any] | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rank": self.rank, "player_id": self.player_id, "score": self.score,
+                "metadata": self.metadata}
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    total: int
+    start: int
+    player_position: int | None
+    entries: tuple[Entry, ...]
+
+
+def _parse_record(record: str, replayed: bool) -> SubmitResult:
+    head, *lines = record.split("\n")
+    event_id, applied, version, now_ms, operation = head.split("\t")
+    standings = []
+    for line in lines:
+        period, region, score, rank = line.split("\t")
+        standings.append(Standing(period=period, region=region or None,
+                                  score=format_score(float(score)),
+                                  rank=int(rank) if rank else None))
+    return SubmitResult(event_id=event_id, applied=applied == "1", version=int(version),
+                        occurred_at_ms=int(now_ms), operation=operation, standings=tuple(standings),
+                        replayed=replayed)
+
+
+_NO_BOARD = "board not found"
+
+
+class RedisIndex:
+    """All Redis access of the service; each public call is one round trip once warm."""
+
+    def __init__(self, client: RedisLike, *, idempotency_ttl_seconds: int = 90_000) -> None:
+        self.client = client
+        self.idempotency_ttl = idempotency_ttl_seconds
+        self._submit = client.register_script(_script("submit"))
+        self._read = client.register_script(_script("read"))
+        self._put_config = client.register_script(_script("put_config"))
+        self._delete_player = client.register_script(_script("delete_player"))
+        self._board_entries = client.register_script(_script("board_entries"))
+
+    # --- writes -------------------------------------------------------------------------
+    @guarded
+    def submit(
+        self,
+        board_id: str,
+        submission: Submission,
+        *,
+        event_id: str,
+        now_ms: int,
+        periods: dict[str, Period],
+        idempotency: tuple[str, str] | None,
+    ) -> SubmitResult:
+        """Apply a submission to every period (and region) the board keeps, in one script."""
+        keys = BoardKeys(board_id)
+        regions: list[str | None] = [None]
+        if submission.region:
+            regions.append(submission.region)
+        script_keys = [
+            keys.cfg,
+            keys.idempotency(*idempotency) if idempotency else keys.prefix + "idem:-",
+            keys.seq, keys.meta, keys.refs, keys.registry, keys.rate(submission.player_id),
+        ]
+        candidates: list[str] = []
+        for region in regions:
+            for kind, period in periods.items():
+                script_keys += [keys.zset(period.id, region), keys.members(period.id, region)]
+                candidates += [kind, period.id, region or "", keys.suffix(period.id, region)]
+        args = [
+            submission.player_id,
+            repr(submission.score) if isinstance(submission.score, float) else
+            str(submission.score),
+            submission.region or "",
+            json.dumps(submission.metadata, separators=(",", ":"))
+            if submission.metadata is not None else "",
+            now_ms,
+            event_id,
+            submission.fingerprint() if idempotency else "",
+            self.idempotency_ttl,
+            len(candidates) // 4,
+            *candidates,
+        ]
+        reply = self._submit(keys=script_keys, args=args)
+        status = reply[0]
+        if status == "OK":
+            return _parse_record(reply[1], replayed=False)
+        if status == "REPLAY":
+            return _parse_record(reply[1], replayed=True)
+        raise _submit_error(board_id, submission, reply[1:])
+
+    @guarded
+    def delete_player(self, board_id: str, player_id: str) -> tuple[int, int]:
+        """Remove a player everywhere on the board; returns (entries removed, version)."""
+        keys = BoardKeys(board_id)
+        removed, version = self._delete_player(
+            keys=[keys.registry, keys.meta, keys.refs, keys.seq], args=[player_id, keys.prefix]
+        )
+        return int(removed), int(version)
+
+    @guarded
+    def publish_board(self, board: BoardConfig) -> bool:
+        """Make a board's rules visible to the scripts and the catalog (newest version wins)."""
+        keys = BoardKeys(board.board_id)
+        written = self._put_config(
+            keys=[keys.cfg],
+            args=[json.dumps(board.to_script_config(), separators=(",", ":")), board.version],
+        )
+        if written:
+            public = board.to_public() | {"version": board.version}
+            self.client.hset(CATALOG_KEY, board.board_id, json.dumps(public))
+        return bool(written)
+
+    @guarded
+    def board_entry_count(self, board_id: str) -> int:
+        keys = BoardKeys(board_id)
+        return int(self._board_entries(keys=[keys.registry], args=[keys.prefix]))
+
+    # --- reads --------------------------------------------------------------------------
+    @guarded
+    def get_board(self, board_id: str) -> dict[str, Any] | None:
+        raw = self.client.hget(CATALOG_KEY, board_id)
+        return None if raw is None else _public_board(raw)
+
+    @guarded
+    def list_boards(self) -> list[dict[str, Any]]:
+        boards = [_public_board(raw) for raw in self.client.hvals(CATALOG_KEY)]
+        return sorted(boards, key=lambda b: b["board_id"])
+
+    @guarded
+    def window(
+        self,
+        board_id: str,
+        period: Period,
+        region: str | None,
+        *,
+        op: str,
+        size: int,
+        offset_or_rank: int = 0,
+        player_id: str = "",
+    ) -> Window:
+        """One read: a page, a window around a rank, one player, or a window around a player."""
+        keys = BoardKeys(board_id)
+        reply = self._read(
+            keys=[keys.cfg, keys.zset(period.id, region), keys.members(period.id, region),
+                  keys.meta],
+            args=[op, period.kind, region or "", player_id, offset_or_rank, size],
+        )
+        if reply[0] == "ERR":
+            raise _read_error(board_id, period, region, player_id, reply[1])
+        total, start, position, count = (int(x) for x in reply[1:5])
+        rows = reply[5:5 + 3 * count]
+        metas = reply[5 + 3 * count:]
+        entries = tuple(
+            Entry(
+                rank=int(rows[i * 3 + 2]),
+                player_id=rows[i * 3],
+                score=format_score(float(rows[i * 3 + 1])),
+                metadata=json.loads(metas[i]) if metas[i] else None,
+            )
+            for i in range(count)
+        )
+        return Window(total=total, start=start,
+                      player_position=None if position < 0 else position, entries=entries)
+
+    def ping(self) -> bool:
+        return bool(self.client.ping())
+
+
+def _public_board(raw: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(raw)
+    data.pop("version", None)
+    return data
+
+
+def _submit_error(board_id: str, submission: Submission, detail: list[str]) -> Exception:
+    code = detail[0]
+    if code == "no_board":
+        return NotFound(f"board {board_id!r} does not exist", board_id=board_id)
+    if code == "idempotency_conflict":
+        return Conflict("this Idempotency-Key was already used with a different request body")
+    if code == "unknown_region":
+        return Unprocessable(f"region {submission.region!r} is not one of the board's regions",
+                             field="region")
+    if code == "max_increment":
+        return Unprocessable("score exceeds the board's max_increment", field="score")
+    if code == "bounds":
+        where = f" for period {detail[1]}" if len(detail) > 1 and detail[1] else ""
+        return Unprocessable(
+            f"the resulting score{where} would fall outside the board's bounds "
+            "(min_score/max_score, or 2^53-1)",
+            field="score",
+        )
+    if code == "rate_limited":
+        retry_ms = int(detail[1])
+        return RateLimited("too many submissions for this player; retry later",
+                           retry_after=-(-retry_ms // 1000))
+    return RuntimeError(f"unexpected reply from the submit script: {detail!r}")
+
+
+def _read_error(board_id: str, period: Period, region: str | None, player_id: str,
+                code: str) -> Exception:
+    if code == "no_board":
+        return NotFound(f"board {board_id!r} does not exist", board_id=board_id)
+    if code == "no_period":
+        return NotFound(f"board {board_id!r} does not keep {period.kind} periods",
+                        period=period.id)
+    if code == "unknown_region":
+        return NotFound(f"region {region!r} is not one of the board's regions", region=region)
+    if code == "no_player":
+        return NotFound(f"player {player_id!r} has no entry in {period.id}"
+                        + (f" ({region})" if region else ""), player_id=player_id)
+    return RuntimeError(f"unexpected reply from the read script: {code!r}")
