@@ -1,0 +1,1 @@
+"""The local stack and development tools; not part of any deployed artifact."""

@@ -1,0 +1,181 @@
+"""The whole system on one machine: real Valkey and PostgreSQL (embedded unless REDIS_URL /
+DATABASE_URL point elsewhere), an SQS endpoint in process, the functions of template.yaml in
+Lambda-like workers, and the API on http://127.0.0.1:3000.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from devstack import tokens
+from devstack.gateway import Gateway, LocalApi
+from devstack.runtime import FunctionPool
+from devstack.servers import EmbeddedPostgres, EmbeddedValkey, InProcessSQS
+from devstack.template import ROOT, Template, load
+
+log = logging.getLogger("devstack")
+QUEUE_NAME = "leaderboard-scores"
+DLQ_NAME = "leaderboard-scores-dlq"
+STATE_FILE = "stack.json"
+
+
+def default_data_dir() -> Path:
+    return Path(os.environ.get("LOCAL_DATA_DIR") or ROOT / ".local").resolve()
+
+
+@dataclass
+class StackConfig:
+    data_dir: Path = field(default_factory=default_data_dir)
+    host: str = "127.0.0.1"
+    port: int = field(default_factory=lambda: int(os.environ.get("PORT", "3000")))
+    concurrency: int = field(default_factory=lambda: int(os.environ.get("LOCAL_CONCURRENCY",
+                                                                        "4")))
+
+
+def _redrive(template: Template) -> tuple[int, int]:
+    """The queue's visibility timeout and redrive limit, as template.yaml declares them."""
+    props = template.raw["Resources"]["ScoreQueue"]["Properties"]
+    return int(props.get("VisibilityTimeout", 30)), int(props["RedrivePolicy"]["maxReceiveCount"])
+
+
+class LocalStack:
+    def __init__(self, config: StackConfig | None = None) -> None:
+        self.config = config or StackConfig()
+        self.template = load()
+        self.env: dict[str, str] = {}
+        self.pools: dict[str, FunctionPool] = {}
+        self.gateway: Gateway | None = None
+        self._resources = ExitStack()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        assert self.gateway is not None
+        host, port = self.gateway.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def state_path(self) -> Path:
+        return self.config.data_dir / STATE_FILE
+
+    def start(self) -> None:
+        data = self.config.data_dir
+        data.mkdir(parents=True, exist_ok=True)
+        try:
+            self._start_stores(data)
+            self._start_functions()
+            api = LocalApi(self.template, self.invoke, tokens.local_secret(data))
+            self.gateway = Gateway((self.config.host, self.config.port), api)
+            self._thread = threading.Thread(target=self.gateway.serve_forever,
+                                            name="gateway", daemon=True)
+            self._thread.start()
+            self.state_path.write_text(json.dumps({"url": self.url, "env": self.env}, indent=2))
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start_stores(self, data: Path) -> None:
+        redis_url = os.environ.get("REDIS_URL")
+        if not redis_url:
+            valkey = EmbeddedValkey(data / "valkey", persist=True)
+            self._resources.enter_context(valkey)
+            redis_url = valkey.url
+            log.info("embedded Valkey on %s (data in %s)", redis_url, data / "valkey")
+        database_url = os.environ.get("DATABASE_URL")
+        if not database_url:
+            postgres = EmbeddedPostgres(data / "postgres", persist=True)
+            self._resources.enter_context(postgres)
+            database_url = postgres.create_database("leaderboard")
+            log.info("embedded PostgreSQL on port %s (data in %s)", postgres.port,
+                     data / "postgres")
+        endpoint = os.environ.get("SQS_ENDPOINT_URL")
+        aws = {"AWS_DEFAULT_REGION": os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
+               "AWS_ACCESS_KEY_ID": os.environ.get("AWS_ACCESS_KEY_ID", "testing"),
+               "AWS_SECRET_ACCESS_KEY": os.environ.get("AWS_SECRET_ACCESS_KEY", "testing")}
+        visibility, max_receive = _redrive(self.template)
+        if not endpoint:
+            sqs = InProcessSQS()
+            self._resources.enter_context(sqs)
+            endpoint = sqs.endpoint_url
+            queue_url = sqs.create_queue(QUEUE_NAME, dlq_name=DLQ_NAME,
+                                         max_receive_count=max_receive,
+                                         visibility_timeout=visibility)
+        else:
+            queue_url = _ensure_queue(endpoint, aws, visibility, max_receive)
+        from leaderboard.stores.postgres import apply_migrations
+
+        for name in apply_migrations(database_url):
+            log.info("applied migration %s", name)
+        self.env = {
+            "REDIS_URL": redis_url,
+            "REDIS_CLUSTER": os.environ.get("REDIS_CLUSTER", "false"),
+            "DATABASE_URL": database_url,
+            "SCORE_QUEUE_URL": queue_url,
+            "SQS_ENDPOINT_URL": endpoint,
+            "POWERTOOLS_TRACE_DISABLED": "true",
+            **aws,
+        }
+        self._publish_boards()
+
+    def _publish_boards(self) -> None:
+        """The index may have restarted empty: publish every board's rules from PostgreSQL."""
+        from leaderboard.services.boards import BoardAdminService
+        from leaderboard.stores.postgres import Database
+        from leaderboard.stores.redis_client import connect
+        from leaderboard.stores.redis_index import RedisIndex
+
+        db = Database(self.env["DATABASE_URL"])
+        client = connect(self.env["REDIS_URL"], cluster=self.env["REDIS_CLUSTER"] == "true")
+        try:
+            count = BoardAdminService(db, RedisIndex(client)).publish_all()
+            log.info("published %d board(s) to the serving index", count)
+        finally:
+            db.close()
+            client.close()
+
+    def _start_functions(self) -> None:
+        for name, spec in self.template.functions.items():
+            pool = FunctionPool(spec, spec.resolved_environment(self.env),
+                                self.config.concurrency)
+            self.pools[name] = pool
+        threads = [threading.Thread(target=p.warm) for p in self.pools.values()]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    def invoke(self, function: str, event: dict[str, Any]) -> Any:
+        return self.pools[function].invoke(event)
+
+    def stop(self) -> None:
+        if self.gateway is not None:
+            self.gateway.shutdown()
+            self.gateway.server_close()
+            self.gateway = None
+        for pool in self.pools.values():
+            pool.close()
+        self.pools.clear()
+        self.state_path.unlink(missing_ok=True)
+        self._resources.close()
+
+
+def _ensure_queue(endpoint: str, aws: dict[str, str], visibility: int, max_receive: int) -> str:
+    import boto3
+
+    client = boto3.client("sqs", endpoint_url=endpoint, region_name=aws["AWS_DEFAULT_REGION"],
+                          aws_access_key_id=aws["AWS_ACCESS_KEY_ID"],
+                          aws_secret_access_key=aws["AWS_SECRET_ACCESS_KEY"])
+    dlq_url = client.create_queue(QueueName=DLQ_NAME)["QueueUrl"]
+    dlq_arn = client.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
+        "Attributes"]["QueueArn"]
+    redrive = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(max_receive)})
+    url: str = client.create_queue(QueueName=QUEUE_NAME, Attributes={
+        "VisibilityTimeout": str(visibility), "RedrivePolicy": redrive})["QueueUrl"]
+    return url

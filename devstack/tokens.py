@@ -1,0 +1,53 @@
+"""HS256 bearer tokens for the local stack, shaped like the ones the AWS authorizer accepts."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+from pathlib import Path
+from typing import Any
+
+import jwt
+
+DEFAULT_ISSUER = "leaderboard-local"
+DEFAULT_AUDIENCE = "leaderboard"
+
+
+def issuer() -> str:
+    return os.environ.get("JWT_ISSUER", DEFAULT_ISSUER)
+
+
+def audience() -> str:
+    return os.environ.get("JWT_AUDIENCE", DEFAULT_AUDIENCE)
+
+
+def local_secret(data_dir: Path) -> str:
+    """JWT_SECRET, or a random secret kept in the local data folder (never in the repo)."""
+    if os.environ.get("JWT_SECRET"):
+        return os.environ["JWT_SECRET"]
+    path = data_dir / "jwt-secret"
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(32))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+def mint(secret: str, subject: str, scopes: str = "", ttl_seconds: int = 86_400,
+         **claims: Any) -> str:
+    now = int(time.time())
+    payload = {"sub": subject, "iss": issuer(), "aud": audience(), "iat": now,
+               "exp": now + ttl_seconds, **claims}
+    if scopes:
+        payload["scope"] = scopes
+    return jwt.encode(payload, secret, algorithm="HS256")
+
+
+def verify(secret: str, token: str) -> dict[str, Any]:
+    """Claims of a valid token; raises jwt.InvalidTokenError otherwise."""
+    claims: dict[str, Any] = jwt.decode(
+        token, secret, algorithms=["HS256"], audience=audience(), issuer=issuer(),
+        options={"require": ["exp", "sub", "iss", "aud"]},
+    )
+    return claims

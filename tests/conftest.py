@@ -1,0 +1,184 @@
+"""Real servers for the whole session: Valkey, PostgreSQL and an SQS endpoint.
+
+With REDIS_URL / DATABASE_URL set, those servers are used instead of embedded ones. Tests never
+flush a shared server: every test works on boards of its own (the `board_id` fixture).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from devstack.servers import EmbeddedPostgres, EmbeddedValkey, InProcessSQS
+from leaderboard.domain.boards import parse_board_request
+from leaderboard.stores.postgres import apply_migrations
+from leaderboard.stores.redis_client import connect
+from leaderboard.stores.redis_index import RedisIndex
+
+settings.register_profile("ci", max_examples=60, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", max_examples=25, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if os.environ.get("REDIS_URL"):
+        yield os.environ["REDIS_URL"]
+        return
+    with EmbeddedValkey(tmp_path_factory.mktemp("valkey")) as server:
+        yield server.url
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if os.environ.get("DATABASE_URL"):
+        url = os.environ["DATABASE_URL"]
+        apply_migrations(url)
+        yield url
+        return
+    with EmbeddedPostgres() as server:  # its own temp dir, reachable by the postgres user
+        url = server.create_database("leaderboard_test")
+        apply_migrations(url)
+        yield url
+
+
+@pytest.fixture(scope="session")
+def sqs() -> Iterator[InProcessSQS]:
+    with InProcessSQS() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def queue_url(sqs: InProcessSQS) -> str:
+    return sqs.create_queue("test-scores", dlq_name="test-scores-dlq", max_receive_count=3)
+
+
+@pytest.fixture
+def redis_client(redis_url: str) -> Iterator[Any]:
+    client = connect(redis_url)
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def index(redis_client: Any) -> RedisIndex:
+    return RedisIndex(redis_client)
+
+
+@pytest.fixture
+def board_id() -> str:
+    return f"t-{uuid.uuid4().hex[:16]}"
+
+
+class MovableClock:
+    """A clock tests move by hand."""
+
+    def __init__(self, start: datetime) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+@pytest.fixture
+def clock() -> MovableClock:
+    return MovableClock(datetime(2026, 11, 22, 12, 0, tzinfo=UTC))
+
+
+class ListSink:
+    """Collects events instead of sending them (for tests of the Redis side only)."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    def send(self, event: Any) -> None:
+        self.events.append(event)
+
+
+@pytest.fixture
+def sink() -> ListSink:
+    return ListSink()
+
+
+def publish(index: RedisIndex, board_id: str, **rules: Any) -> Any:
+    board = parse_board_request(board_id, rules, None, has_entries=False,
+                                now_iso="2026-11-22T00:00:00Z")
+    index.publish_board(board)
+    return board
+
+
+class InProcessApi:
+    """The API exactly as the local gateway serves it (template routes, JWT authorizer,
+    payload-2.0 events), with the handlers called in this process."""
+
+    SECRET = "test-secret-not-used-anywhere-else"
+
+    def __init__(self, local_env: dict[str, str]) -> None:
+        from devstack.gateway import LocalApi
+        from devstack.runtime import load_handler, make_context
+        from devstack.template import load
+
+        template = load()
+        for spec in template.functions.values():
+            os.environ.update(spec.resolved_environment(local_env))
+        handlers = {name: load_handler(spec) for name, spec in template.functions.items()}
+        self.template = template
+
+        def invoke(function: str, event: dict[str, Any]) -> Any:
+            return handlers[function](event, make_context(template.functions[function]))
+
+        self.api = LocalApi(template, invoke, self.SECRET)
+
+    def token(self, sub: str, scopes: str = "") -> str:
+        from devstack import tokens
+
+        return tokens.mint(self.SECRET, sub, scopes)
+
+    def call(self, method: str, path: str, body: Any = None, *, token: str | None = None,
+             headers: dict[str, str] | None = None, raw: bytes | None = None) -> Any:
+        import json as _json
+
+        sent = dict(headers or {})
+        if token:
+            sent["authorization"] = f"Bearer {token}"
+        payload = raw if raw is not None else (
+            b"" if body is None else _json.dumps(body).encode())
+        if payload:
+            sent.setdefault("content-type", "application/json")
+        return self.api.handle(method, path, sent, payload)
+
+
+@pytest.fixture(scope="session")
+def api(redis_url: str, database_url: str, sqs: InProcessSQS, queue_url: str) -> InProcessApi:
+    return InProcessApi({
+        "REDIS_URL": redis_url,
+        "REDIS_CLUSTER": "false",
+        "DATABASE_URL": database_url,
+        "SCORE_QUEUE_URL": queue_url,
+        "SQS_ENDPOINT_URL": sqs.endpoint_url,
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+    })
+
+
+@pytest.fixture(scope="session")
+def admin_token(api: InProcessApi) -> str:
+    return api.token("admin", "leaderboard/admin")
+
+
+@pytest.fixture(scope="session")
+def server_token(api: InProcessApi) -> str:
+    return api.token("game-server", "leaderboard/server")
