@@ -18,15 +18,19 @@ from devstack.template import ROOT, load
 
 
 def run(_: argparse.Namespace) -> int:
-    logging.basicConfig(level=os.environ.get("LOCAL_LOG_LEVEL", "INFO"),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=os.environ.get("LOCAL_LOG_LEVEL", "INFO"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     stopping = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stopping.set())
     stack = LocalStack(StackConfig())
     stack.start()
-    print(f"Leaderboard API ready at {stack.url} (demo page: {stack.url}/). "
-          "Ctrl-C stops it.", flush=True)
+    print(
+        f"Leaderboard API ready at {stack.url} (demo page: {stack.url}/). Ctrl-C stops it.",
+        flush=True,
+    )
     stopping.wait()
     print("stopping...", flush=True)
     stack.stop()
@@ -39,7 +43,7 @@ def token(args: argparse.Namespace) -> int:
     if args.sub:
         print(tokens.mint(secret, args.sub, args.scope or ""))
         return 0
-    print("# Local bearer tokens (24 h). Use: curl -H \"Authorization: Bearer $ADMIN_TOKEN\" ...")
+    print('# Local bearer tokens (24 h). Use: curl -H "Authorization: Bearer $ADMIN_TOKEN" ...')
     print(f"PLAYER_TOKEN={tokens.mint(secret, 'player-1')}")
     print(f"SERVER_TOKEN={tokens.mint(secret, 'game-server', 'leaderboard/server')}")
     print(f"ADMIN_TOKEN={tokens.mint(secret, 'admin', 'leaderboard/admin')}")

@@ -29,9 +29,17 @@ DEMO_PAGE = Path(__file__).parent / "demo" / "index.html"
 Invoke = Callable[[str, dict[str, Any]], Any]
 
 
-def build_event(route: Route, method: str, raw_path: str, raw_query: str,
-                headers: dict[str, str], body: bytes, path_params: dict[str, str],
-                claims: dict[str, Any] | None, source_ip: str) -> dict[str, Any]:
+def build_event(
+    route: Route,
+    method: str,
+    raw_path: str,
+    raw_query: str,
+    headers: dict[str, str],
+    body: bytes,
+    path_params: dict[str, str],
+    claims: dict[str, Any] | None,
+    source_ip: str,
+) -> dict[str, Any]:
     """An HTTP API payload-2.0 event, as API Gateway would send it."""
     query: dict[str, str] = {}
     for key, value in parse_qsl(raw_query, keep_blank_values=True):
@@ -48,8 +56,13 @@ def build_event(route: Route, method: str, raw_path: str, raw_query: str,
             "apiId": "local",
             "domainName": headers.get("host", "127.0.0.1"),
             "domainPrefix": "local",
-            "http": {"method": method, "path": raw_path, "protocol": "HTTP/1.1",
-                     "sourceIp": source_ip, "userAgent": headers.get("user-agent", "")},
+            "http": {
+                "method": method,
+                "path": raw_path,
+                "protocol": "HTTP/1.1",
+                "sourceIp": source_ip,
+                "userAgent": headers.get("user-agent", ""),
+            },
             "requestId": str(uuid.uuid4()),
             "routeKey": route.route_key,
             "stage": "$default",
@@ -66,11 +79,15 @@ def build_event(route: Route, method: str, raw_path: str, raw_query: str,
         event["cookies"] = [c.strip() for c in headers["cookie"].split(";")]
     if claims is not None:
         scope = claims.get("scope")
-        event["requestContext"]["authorizer"] = {"jwt": {
-            # API Gateway hands claims over as strings
-            "claims": {k: v if isinstance(v, str) else json.dumps(v) for k, v in claims.items()},
-            "scopes": scope.split() if isinstance(scope, str) else None,
-        }}
+        event["requestContext"]["authorizer"] = {
+            "jwt": {
+                # API Gateway hands claims over as strings
+                "claims": {
+                    k: v if isinstance(v, str) else json.dumps(v) for k, v in claims.items()
+                },
+                "scopes": scope.split() if isinstance(scope, str) else None,
+            }
+        }
     if body:
         try:
             event["body"] = body.decode("utf-8")
@@ -92,8 +109,11 @@ class Reply:
 
 
 def _message(status: int, message: str, headers: dict[str, str] | None = None) -> Reply:
-    return Reply(status, {"content-type": "application/json", **(headers or {})},
-                 json.dumps({"message": message}).encode())
+    return Reply(
+        status,
+        {"content-type": "application/json", **(headers or {})},
+        json.dumps({"message": message}).encode(),
+    )
 
 
 class LocalApi:
@@ -122,13 +142,18 @@ class LocalApi:
             return _message(403, "Forbidden"), None
         return None, claims
 
-    def handle(self, method: str, target: str, headers: dict[str, str], body: bytes = b"",
-               source_ip: str = "127.0.0.1") -> Reply:
+    def handle(
+        self,
+        method: str,
+        target: str,
+        headers: dict[str, str],
+        body: bytes = b"",
+        source_ip: str = "127.0.0.1",
+    ) -> Reply:
         parts = urlsplit(target)
         headers = {k.lower(): v for k, v in headers.items()}
         if method == "GET" and parts.path in ("/", "/index.html") and DEMO_PAGE.exists():
-            return Reply(200, {"content-type": "text/html; charset=utf-8"},
-                         DEMO_PAGE.read_bytes())
+            return Reply(200, {"content-type": "text/html; charset=utf-8"}, DEMO_PAGE.read_bytes())
         found = self.template.find_route(method, parts.path)
         if found is None:
             return _message(404, "Not Found")
@@ -136,8 +161,9 @@ class LocalApi:
         refusal, claims = self.authorize(route, headers)
         if refusal is not None:
             return refusal
-        event = build_event(route, method, parts.path, parts.query, headers, body, params,
-                            claims, source_ip)
+        event = build_event(
+            route, method, parts.path, parts.query, headers, body, params, claims, source_ip
+        )
         try:
             result = self.invoke(route.function, event)
         except FunctionTimeout:
@@ -147,9 +173,12 @@ class LocalApi:
             return _message(500, "Internal Server Error")
         payload = result.get("body") or ""
         raw = base64.b64decode(payload) if result.get("isBase64Encoded") else str(payload).encode()
-        return Reply(int(result.get("statusCode", 200)),
-                     {k.lower(): str(v) for k, v in (result.get("headers") or {}).items()},
-                     raw, tuple(result.get("cookies") or ()))
+        return Reply(
+            int(result.get("statusCode", 200)),
+            {k.lower(): str(v) for k, v in (result.get("headers") or {}).items()},
+            raw,
+            tuple(result.get("cookies") or ()),
+        )
 
 
 class Gateway(ThreadingHTTPServer):
@@ -193,10 +222,16 @@ class _Handler(BaseHTTPRequestHandler):
         for key, value in self.headers.items():
             key = key.lower()
             headers[key] = f"{headers[key]},{value}" if key in headers else value
-        reply = self.server.api.handle(self.command, self.path, headers, body,
-                                       self.client_address[0])
+        reply = self.server.api.handle(
+            self.command, self.path, headers, body, self.client_address[0]
+        )
         self._send(reply)
-        log.info("%s %s -> %s (%.1f ms)", self.command, self.path, reply.status,
-                 (time.perf_counter() - started) * 1000)
+        log.info(
+            "%s %s -> %s (%.1f ms)",
+            self.command,
+            self.path,
+            reply.status,
+            (time.perf_counter() - started) * 1000,
+        )
 
     do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve

@@ -108,8 +108,9 @@ class _Worker:
     def __init__(self, spec: FunctionSpec, env: dict[str, str]) -> None:
         ctx = mp.get_context("spawn")
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_worker, args=(child, spec, env), daemon=True,
-                                   name=f"lambda-{spec.name}")
+        self.process = ctx.Process(
+            target=_worker, args=(child, spec, env), daemon=True, name=f"lambda-{spec.name}"
+        )
         self.process.start()
         child.close()
         status, detail = self._receive(60)

@@ -35,8 +35,7 @@ class StackConfig:
     data_dir: Path = field(default_factory=default_data_dir)
     host: str = "127.0.0.1"
     port: int = field(default_factory=lambda: int(os.environ.get("PORT", "3000")))
-    concurrency: int = field(default_factory=lambda: int(os.environ.get("LOCAL_CONCURRENCY",
-                                                                        "4")))
+    concurrency: int = field(default_factory=lambda: int(os.environ.get("LOCAL_CONCURRENCY", "4")))
 
 
 def _redrive(template: Template) -> tuple[int, int]:
@@ -73,8 +72,9 @@ class LocalStack:
             self._start_functions()
             api = LocalApi(self.template, self.invoke, tokens.local_secret(data))
             self.gateway = Gateway((self.config.host, self.config.port), api)
-            self._thread = threading.Thread(target=self.gateway.serve_forever,
-                                            name="gateway", daemon=True)
+            self._thread = threading.Thread(
+                target=self.gateway.serve_forever, name="gateway", daemon=True
+            )
             self._thread.start()
             self.state_path.write_text(json.dumps({"url": self.url, "env": self.env}, indent=2))
         except BaseException:
@@ -93,20 +93,26 @@ class LocalStack:
             postgres = EmbeddedPostgres(data / "postgres", persist=True)
             self._resources.enter_context(postgres)
             database_url = postgres.create_database("leaderboard")
-            log.info("embedded PostgreSQL on port %s (data in %s)", postgres.port,
-                     data / "postgres")
+            log.info(
+                "embedded PostgreSQL on port %s (data in %s)", postgres.port, data / "postgres"
+            )
         endpoint = os.environ.get("SQS_ENDPOINT_URL")
-        aws = {"AWS_DEFAULT_REGION": os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
-               "AWS_ACCESS_KEY_ID": os.environ.get("AWS_ACCESS_KEY_ID", "testing"),
-               "AWS_SECRET_ACCESS_KEY": os.environ.get("AWS_SECRET_ACCESS_KEY", "testing")}
+        aws = {
+            "AWS_DEFAULT_REGION": os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
+            "AWS_ACCESS_KEY_ID": os.environ.get("AWS_ACCESS_KEY_ID", "testing"),
+            "AWS_SECRET_ACCESS_KEY": os.environ.get("AWS_SECRET_ACCESS_KEY", "testing"),
+        }
         visibility, max_receive = _redrive(self.template)
         if not endpoint:
             sqs = InProcessSQS()
             self._resources.enter_context(sqs)
             endpoint = sqs.endpoint_url
-            queue_url = sqs.create_queue(QUEUE_NAME, dlq_name=DLQ_NAME,
-                                         max_receive_count=max_receive,
-                                         visibility_timeout=visibility)
+            queue_url = sqs.create_queue(
+                QUEUE_NAME,
+                dlq_name=DLQ_NAME,
+                max_receive_count=max_receive,
+                visibility_timeout=visibility,
+            )
         else:
             queue_url = _ensure_queue(endpoint, aws, visibility, max_receive)
         from leaderboard.stores.postgres import apply_migrations
@@ -142,8 +148,7 @@ class LocalStack:
 
     def _start_functions(self) -> None:
         for name, spec in self.template.functions.items():
-            pool = FunctionPool(spec, spec.resolved_environment(self.env),
-                                self.config.concurrency)
+            pool = FunctionPool(spec, spec.resolved_environment(self.env), self.config.concurrency)
             self.pools[name] = pool
         threads = [threading.Thread(target=p.warm) for p in self.pools.values()]
         for t in threads:
@@ -169,13 +174,20 @@ class LocalStack:
 def _ensure_queue(endpoint: str, aws: dict[str, str], visibility: int, max_receive: int) -> str:
     import boto3
 
-    client = boto3.client("sqs", endpoint_url=endpoint, region_name=aws["AWS_DEFAULT_REGION"],
-                          aws_access_key_id=aws["AWS_ACCESS_KEY_ID"],
-                          aws_secret_access_key=aws["AWS_SECRET_ACCESS_KEY"])
+    client = boto3.client(
+        "sqs",
+        endpoint_url=endpoint,
+        region_name=aws["AWS_DEFAULT_REGION"],
+        aws_access_key_id=aws["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=aws["AWS_SECRET_ACCESS_KEY"],
+    )
     dlq_url = client.create_queue(QueueName=DLQ_NAME)["QueueUrl"]
     dlq_arn = client.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
-        "Attributes"]["QueueArn"]
+        "Attributes"
+    ]["QueueArn"]
     redrive = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(max_receive)})
-    url: str = client.create_queue(QueueName=QUEUE_NAME, Attributes={
-        "VisibilityTimeout": str(visibility), "RedrivePolicy": redrive})["QueueUrl"]
+    url: str = client.create_queue(
+        QueueName=QUEUE_NAME,
+        Attributes={"VisibilityTimeout": str(visibility), "RedrivePolicy": redrive},
+    )["QueueUrl"]
     return url

@@ -72,9 +72,15 @@ class FunctionSpec:
                 env[key] = value
             elif key in local:
                 env[key] = local[key]
-        for key in ("SQS_ENDPOINT_URL", "AWS_DEFAULT_REGION", "AWS_ACCESS_KEY_ID",
-                    "AWS_SECRET_ACCESS_KEY", "POWERTOOLS_TRACE_DISABLED",
-                    "POWERTOOLS_DEV", "POWERTOOLS_METRICS_DISABLED"):
+        for key in (
+            "SQS_ENDPOINT_URL",
+            "AWS_DEFAULT_REGION",
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "POWERTOOLS_TRACE_DISABLED",
+            "POWERTOOLS_DEV",
+            "POWERTOOLS_METRICS_DISABLED",
+        ):
             if key in local:
                 env[key] = local[key]
         return env
@@ -89,8 +95,9 @@ class Template:
 
     def find_route(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         """The route for a request; literal segments win over parameters, as in API Gateway."""
-        matches = [(r, params) for r in self.routes
-                   if (params := r.match(method, path)) is not None]
+        matches = [
+            (r, params) for r in self.routes if (params := r.match(method, path)) is not None
+        ]
         if not matches:
             return None
         return min(matches, key=lambda m: (len(m[1]), -len(m[0].path)))
@@ -98,9 +105,7 @@ class Template:
 
 def _path_pattern(path: str) -> re.Pattern[str]:
     parts = re.split(r"(\{[A-Za-z0-9_]+\})", path)
-    regex = "".join(
-        f"(?P<{p[1:-1]}>[^/]+)" if p.startswith("{") else re.escape(p) for p in parts
-    )
+    regex = "".join(f"(?P<{p[1:-1]}>[^/]+)" if p.startswith("{") else re.escape(p) for p in parts)
     return re.compile(regex)
 
 
@@ -136,16 +141,19 @@ def load(path: Path = TEMPLATE) -> Template:
             props = event["Properties"]
             auth = props.get("Auth") or {}
             authorizer = auth.get("Authorizer", default_authorizer)
-            routes.append(Route(
-                method=props["Method"].upper(),
-                path=props["Path"],
-                function=name,
-                authorizer=None if authorizer in (None, "NONE") else authorizer,
-                scopes=tuple(auth.get("AuthorizationScopes") or ()),
-                pattern=_path_pattern(props["Path"]),
-            ))
-    return Template(functions=functions, routes=tuple(routes),
-                    default_authorizer=default_authorizer, raw=raw)
+            routes.append(
+                Route(
+                    method=props["Method"].upper(),
+                    path=props["Path"],
+                    function=name,
+                    authorizer=None if authorizer in (None, "NONE") else authorizer,
+                    scopes=tuple(auth.get("AuthorizationScopes") or ()),
+                    pattern=_path_pattern(props["Path"]),
+                )
+            )
+    return Template(
+        functions=functions, routes=tuple(routes), default_authorizer=default_authorizer, raw=raw
+    )
 
 
 def _ref(value: Any) -> str:

@@ -34,11 +34,18 @@ def local_secret(data_dir: Path) -> str:
     return path.read_text().strip()
 
 
-def mint(secret: str, subject: str, scopes: str = "", ttl_seconds: int = 86_400,
-         **claims: Any) -> str:
+def mint(
+    secret: str, subject: str, scopes: str = "", ttl_seconds: int = 86_400, **claims: Any
+) -> str:
     now = int(time.time())
-    payload = {"sub": subject, "iss": issuer(), "aud": audience(), "iat": now,
-               "exp": now + ttl_seconds, **claims}
+    payload = {
+        "sub": subject,
+        "iss": issuer(),
+        "aud": audience(),
+        "iat": now,
+        "exp": now + ttl_seconds,
+        **claims,
+    }
     if scopes:
         payload["scope"] = scopes
     return jwt.encode(payload, secret, algorithm="HS256")
@@ -47,7 +54,11 @@ def mint(secret: str, subject: str, scopes: str = "", ttl_seconds: int = 86_400,
 def verify(secret: str, token: str) -> dict[str, Any]:
     """Claims of a valid token; raises jwt.InvalidTokenError otherwise."""
     claims: dict[str, Any] = jwt.decode(
-        token, secret, algorithms=["HS256"], audience=audience(), issuer=issuer(),
+        token,
+        secret,
+        algorithms=["HS256"],
+        audience=audience(),
+        issuer=issuer(),
         options={"require": ["exp", "sub", "iss", "aud"]},
     )
     return claims

@@ -21,10 +21,12 @@ from leaderboard.stores.postgres import apply_migrations
 from leaderboard.stores.redis_client import connect
 from leaderboard.stores.redis_index import RedisIndex
 
-settings.register_profile("ci", max_examples=60, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("dev", max_examples=25, deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile(
+    "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.register_profile(
+    "dev", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
@@ -112,8 +114,9 @@ def sink() -> ListSink:
 
 
 def publish(index: RedisIndex, board_id: str, **rules: Any) -> Any:
-    board = parse_board_request(board_id, rules, None, has_entries=False,
-                                now_iso="2026-11-22T00:00:00Z")
+    board = parse_board_request(
+        board_id, rules, None, has_entries=False, now_iso="2026-11-22T00:00:00Z"
+    )
     index.publish_board(board)
     return board
 
@@ -145,15 +148,22 @@ class InProcessApi:
 
         return tokens.mint(self.SECRET, sub, scopes)
 
-    def call(self, method: str, path: str, body: Any = None, *, token: str | None = None,
-             headers: dict[str, str] | None = None, raw: bytes | None = None) -> Any:
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        token: str | None = None,
+        headers: dict[str, str] | None = None,
+        raw: bytes | None = None,
+    ) -> Any:
         import json as _json
 
         sent = dict(headers or {})
         if token:
             sent["authorization"] = f"Bearer {token}"
-        payload = raw if raw is not None else (
-            b"" if body is None else _json.dumps(body).encode())
+        payload = raw if raw is not None else (b"" if body is None else _json.dumps(body).encode())
         if payload:
             sent.setdefault("content-type", "application/json")
         return self.api.handle(method, path, sent, payload)
@@ -161,17 +171,19 @@ class InProcessApi:
 
 @pytest.fixture(scope="session")
 def api(redis_url: str, database_url: str, sqs: InProcessSQS, queue_url: str) -> InProcessApi:
-    return InProcessApi({
-        "REDIS_URL": redis_url,
-        "REDIS_CLUSTER": "false",
-        "DATABASE_URL": database_url,
-        "SCORE_QUEUE_URL": queue_url,
-        "SQS_ENDPOINT_URL": sqs.endpoint_url,
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "POWERTOOLS_TRACE_DISABLED": "true",
-    })
+    return InProcessApi(
+        {
+            "REDIS_URL": redis_url,
+            "REDIS_CLUSTER": "false",
+            "DATABASE_URL": database_url,
+            "SCORE_QUEUE_URL": queue_url,
+            "SQS_ENDPOINT_URL": sqs.endpoint_url,
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "POWERTOOLS_TRACE_DISABLED": "true",
+        }
+    )
 
 
 @pytest.fixture(scope="session")
@@ -182,3 +194,11 @@ def admin_token(api: InProcessApi) -> str:
 @pytest.fixture(scope="session")
 def server_token(api: InProcessApi) -> str:
     return api.token("game-server", "leaderboard/server")
+
+
+@pytest.fixture(scope="session")
+def session_index(redis_url: str) -> Iterator[RedisIndex]:
+    """One index for tests that run many examples (hypothesis); each example uses new boards."""
+    client = connect(redis_url)
+    yield RedisIndex(client)
+    client.close()

@@ -9,6 +9,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from leaderboard.api.http import caller, create_app, json_body, json_response
 from leaderboard.api.observability import logger, metrics, tracer
+from leaderboard.domain.auth import require_admin
 from leaderboard.services.boards import BoardAdminService
 from leaderboard.services.health import HealthService
 from leaderboard.settings import DatabaseSettings, QueueSettings, RedisSettings
@@ -29,7 +30,9 @@ app = create_app()
 
 @app.put("/boards/<board_id>")
 def put_board(board_id: str) -> Response:
-    board, created = boards.put_board(board_id, json_body(app), caller(app))
+    who = caller(app)
+    require_admin(who)  # before reading the body: a non-admin learns nothing about it
+    board, created = boards.put_board(board_id, json_body(app), who)
     return json_response(201 if created else 200, board)
 
 

@@ -18,8 +18,10 @@ from leaderboard.stores.score_queue import SqsScoreQueue, make_sqs_client
 redis_settings = RedisSettings.from_env()
 queue_settings = QueueSettings.from_env()
 scores = ScoreService(
-    RedisIndex(connect(redis_settings.url, cluster=redis_settings.cluster),
-               idempotency_ttl_seconds=redis_settings.idempotency_ttl_seconds),
+    RedisIndex(
+        connect(redis_settings.url, cluster=redis_settings.cluster),
+        idempotency_ttl_seconds=redis_settings.idempotency_ttl_seconds,
+    ),
     SqsScoreQueue(make_sqs_client(queue_settings.endpoint_url), queue_settings.queue_url),
 )
 app = create_app()
@@ -30,8 +32,9 @@ def submit(board_id: str) -> Response:
     who = caller(app)
     result = scores.submit(board_id, json_body(app), who, header(app, "Idempotency-Key"))
     headers = {"Idempotent-Replayed": "true"} if result.replayed else {}
-    metrics.add_metric(name="ScoreReplayed" if result.replayed else "ScoreSubmitted",
-                       unit="Count", value=1)
+    metrics.add_metric(
+        name="ScoreReplayed" if result.replayed else "ScoreSubmitted", unit="Count", value=1
+    )
     return json_response(200, result.body, headers)
 
 

@@ -60,7 +60,8 @@ class RedisSettings:
     def from_env(cls) -> RedisSettings:
         return cls(
             url=_url("REDIS_URL", ("redis", "rediss", "valkey", "valkeys")).replace(
-                "valkey", "redis", 1),
+                "valkey", "redis", 1
+            ),
             cluster=_flag("REDIS_CLUSTER"),
             idempotency_ttl_seconds=_int("IDEMPOTENCY_TTL_SECONDS", 90_000, 86_400, 2_592_000),
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -9,13 +10,23 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 
 from leaderboard.api.observability import logger, metrics
 from leaderboard.domain.auth import Caller, caller_from_claims
-from leaderboard.domain.errors import DomainError, PayloadTooLarge, RateLimited, Unavailable
+from leaderboard.domain.errors import (
+    BadRequest,
+    DomainError,
+    PayloadTooLarge,
+    RateLimited,
+    Unavailable,
+)
 from leaderboard.domain.validation import MAX_BODY_BYTES, parse_json_object
 
 
 def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
-    return Response(status_code=status, content_type=content_types.APPLICATION_JSON,
-                    body=json.dumps(body, separators=(",", ":")), headers=headers or {})
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=json.dumps(body, separators=(",", ":")),
+        headers=headers or {},
+    )
 
 
 def create_app() -> APIGatewayHttpResolver:
@@ -28,8 +39,9 @@ def create_app() -> APIGatewayHttpResolver:
         if isinstance(exc, (RateLimited, Unavailable)):
             headers["Retry-After"] = str(exc.retry_after)
         if exc.status >= 500:
-            logger.warning("store unavailable", extra={"error": exc.message,
-                                                       "cause": repr(exc.__cause__)})
+            logger.warning(
+                "store unavailable", extra={"error": exc.message, "cause": repr(exc.__cause__)}
+            )
         metrics.add_metric(name=f"Http{exc.status}", unit="Count", value=1)
         return json_response(exc.status, exc.body(), headers)
 
@@ -54,12 +66,20 @@ def query(app: APIGatewayHttpResolver) -> dict[str, str | None]:
 
 
 def json_body(app: APIGatewayHttpResolver, *, required: bool = True) -> dict[str, Any]:
-    event = app.current_event
-    raw = event.raw_event.get("body")
-    if raw is not None and len(raw) > MAX_BODY_BYTES * 4 // 3 + 4:
+    """The body as a JSON object; bytes are decoded here so invalid UTF-8 is a 400."""
+    event = app.current_event.raw_event
+    raw = event.get("body")
+    if raw is None:
+        return parse_json_object(None, required=required)
+    if len(raw) > MAX_BODY_BYTES * 4 // 3 + 4:
         raise PayloadTooLarge(f"request body exceeds {MAX_BODY_BYTES} bytes")
-    return parse_json_object(event.decoded_body if raw is not None else None,
-                             required=required)
+    if event.get("isBase64Encoded"):
+        try:
+            data = base64.b64decode(raw, validate=True)
+        except ValueError:
+            raise BadRequest("request body is not valid base64") from None
+        return parse_json_object(data, required=required)
+    return parse_json_object(raw, required=required)
 
 
 def header(app: APIGatewayHttpResolver, name: str) -> str | None:

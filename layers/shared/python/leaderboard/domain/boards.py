@@ -96,8 +96,17 @@ class BoardConfig:
 
 
 _FIELDS = (
-    "title", "sort", "mode", "periods", "ties", "max_entries", "min_score", "max_score",
-    "max_increment", "regions", "rate_limit_per_minute",
+    "title",
+    "sort",
+    "mode",
+    "periods",
+    "ties",
+    "max_entries",
+    "min_score",
+    "max_score",
+    "max_increment",
+    "regions",
+    "rate_limit_per_minute",
 )
 
 
@@ -133,8 +142,11 @@ def _parse_field(name: str, value: Any) -> Any:
             raise BadRequest("periods must not repeat", field=name)
         return tuple(k for k in PERIOD_KINDS if k in value)
     if name == "max_entries":
-        return None if value is None else require_int(value, name, minimum=1,
-                                                      maximum=MAX_ENTRIES_LIMIT)
+        return (
+            None
+            if value is None
+            else require_int(value, name, minimum=1, maximum=MAX_ENTRIES_LIMIT)
+        )
     if name in ("min_score", "max_score"):
         return _optional_bound(value, name)
     if name == "max_increment":
@@ -146,8 +158,9 @@ def _parse_field(name: str, value: Any) -> Any:
         if value is None:
             return None
         if not isinstance(value, list) or not 1 <= len(value) <= MAX_REGIONS:
-            raise BadRequest(f"regions must be null or a list of 1 to {MAX_REGIONS} codes",
-                             field=name)
+            raise BadRequest(
+                f"regions must be null or a list of 1 to {MAX_REGIONS} codes", field=name
+            )
         for item in value:
             if not isinstance(item, str) or not REGION_RE.fullmatch(item):
                 raise BadRequest("each region must match ^[A-Z]{2,8}$", field=name)
@@ -155,8 +168,11 @@ def _parse_field(name: str, value: Any) -> Any:
             raise BadRequest("regions must not repeat", field=name)
         return tuple(value)
     if name == "rate_limit_per_minute":
-        return None if value is None else require_int(value, name, minimum=1,
-                                                      maximum=MAX_RATE_PER_MINUTE)
+        return (
+            None
+            if value is None
+            else require_int(value, name, minimum=1, maximum=MAX_RATE_PER_MINUTE)
+        )
     raise AssertionError(name)  # pragma: no cover
 
 
@@ -181,18 +197,20 @@ def parse_board_request(
     changes = {name: _parse_field(name, body[name]) for name in _FIELDS if name in body}
 
     base = existing or BoardConfig(board_id=board_id, created_at=now_iso)
-    board = replace(base, **changes, updated_at=now_iso,
-                    version=(existing.version + 1) if existing else 1)
+    board = replace(
+        base, **changes, updated_at=now_iso, version=(existing.version + 1) if existing else 1
+    )
 
-    if board.min_score is not None and board.max_score is not None \
-            and board.min_score > board.max_score:
+    if (
+        board.min_score is not None
+        and board.max_score is not None
+        and board.min_score > board.max_score
+    ):
         raise BadRequest("min_score must not be greater than max_score", field="min_score")
     if board.mode != "increment" and board.max_increment is not None:
-        raise BadRequest("max_increment applies to increment boards only",
-                         field="max_increment")
+        raise BadRequest("max_increment applies to increment boards only", field="max_increment")
     if existing is not None and has_entries:
-        changed = [f for f in IMMUTABLE_WITH_ENTRIES
-                   if getattr(existing, f) != getattr(board, f)]
+        changed = [f for f in IMMUTABLE_WITH_ENTRIES if getattr(existing, f) != getattr(board, f)]
         if changed:
             raise Conflict(
                 f"{', '.join(changed)} cannot change once the board has entries",
@@ -207,4 +225,3 @@ def is_better(sort: str, candidate: float, current: float) -> bool:
 
 def within_safe_range(value: float) -> bool:
     return math.isfinite(value) and abs(value) <= MAX_SAFE_INTEGER
-

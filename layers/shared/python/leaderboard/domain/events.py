@@ -54,8 +54,7 @@ class ScoreEvent:
             "applied": self.applied,
             "occurred_at_ms": self.occurred_at_ms,
             "scores": [
-                {"period": s.period, "region": s.region, "score": s.score}
-                for s in self.standings
+                {"period": s.period, "region": s.region, "score": s.score} for s in self.standings
             ],
         }
 

@@ -18,9 +18,9 @@ WEEKLY = "weekly"
 MONTHLY = "monthly"
 PERIOD_KINDS: tuple[str, ...] = (ALL_TIME, DAILY, WEEKLY, MONTHLY)
 
-_DAY_RE = re.compile(r"(\d{4})-(\d{2})-(\d{2})")
-_WEEK_RE = re.compile(r"(\d{4})-W(\d{2})")
-_MONTH_RE = re.compile(r"(\d{4})-(\d{2})")
+_DAY_RE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
+_WEEK_RE = re.compile(r"([0-9]{4})-W([0-9]{2})")
+_MONTH_RE = re.compile(r"([0-9]{4})-([0-9]{2})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +91,7 @@ def parse_period_id(value: str) -> Period:
             return _week(int(m[1]), int(m[2]))
         if m := _MONTH_RE.fullmatch(value):
             return _month(int(m[1]), int(m[2]))
-    except ValueError:
+    except (ValueError, OverflowError):  # impossible dates, and year 9999's last period
         pass
     raise BadRequest(
         "period must be all-time, daily, weekly, monthly, or an id like 2026-11-22, "

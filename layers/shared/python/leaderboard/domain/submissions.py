@@ -32,7 +32,8 @@ class Submission:
         """Identifies the request body for idempotency: same key + other body is a conflict."""
         canonical = json.dumps(
             [self.player_id, self.score, self.region, self.metadata],
-            sort_keys=True, separators=(",", ":"),
+            sort_keys=True,
+            separators=(",", ":"),
         )
         return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
@@ -47,8 +48,9 @@ def _metadata(value: Any) -> dict[str, str | int | float | bool] | None:
     clean: dict[str, str | int | float | bool] = {}
     for key, item in value.items():
         if not 1 <= len(key) <= MAX_METADATA_KEY:
-            raise BadRequest(f"metadata keys are 1 to {MAX_METADATA_KEY} characters",
-                             field="metadata")
+            raise BadRequest(
+                f"metadata keys are 1 to {MAX_METADATA_KEY} characters", field="metadata"
+            )
         if isinstance(item, bool):
             clean[key] = item
         elif isinstance(item, str):
@@ -61,8 +63,9 @@ def _metadata(value: Any) -> dict[str, str | int | float | bool] | None:
         elif isinstance(item, (int, float)):
             clean[key] = require_score(item, f"metadata.{key}")
         else:
-            raise BadRequest("metadata values must be strings, numbers or booleans",
-                             field="metadata")
+            raise BadRequest(
+                "metadata values must be strings, numbers or booleans", field="metadata"
+            )
     return clean
 
 

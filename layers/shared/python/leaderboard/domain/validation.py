@@ -36,12 +36,24 @@ def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def _depth(value: Any, level: int = 1) -> int:
-    if isinstance(value, dict):
-        return max([level, *(_depth(v, level + 1) for v in value.values())])
-    if isinstance(value, list):
-        return max([level, *(_depth(v, level + 1) for v in value)])
-    return level
+def _parse_int(text: str) -> int:
+    # Refuse huge literals before int() spends time on them (they are never valid scores).
+    if len(text.lstrip("-")) > 20:
+        raise BadRequest("number is too large")
+    return int(text)
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth, without recursion (a deep body must not exhaust the stack)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, level + 1) for v in item)
+    return deepest
 
 
 def parse_json_object(body: str | bytes | None, *, required: bool = True) -> dict[str, Any]:
@@ -59,13 +71,19 @@ def parse_json_object(body: str | bytes | None, *, required: bool = True) -> dic
         raise BadRequest("request body is not valid UTF-8") from None
     try:
         value = json.loads(
-            text, parse_constant=_refuse_constant, object_pairs_hook=_refuse_duplicates
+            text,
+            parse_constant=_refuse_constant,
+            object_pairs_hook=_refuse_duplicates,
+            parse_int=_parse_int,
         )
     except RecursionError:
         raise BadRequest("request body is nested too deeply") from None
     except json.JSONDecodeError as exc:
-        raise BadRequest(f"request body is not valid JSON: {exc.msg} at position {exc.pos}"
-                         ) from None
+        raise BadRequest(
+            f"request body is not valid JSON: {exc.msg} at position {exc.pos}"
+        ) from None
+    except ValueError:
+        raise BadRequest("request body is not valid JSON") from None
     if not isinstance(value, dict):
         raise BadRequest("request body must be a JSON object")
     if _depth(value) > MAX_JSON_DEPTH:
@@ -84,8 +102,9 @@ def require_score(value: Any, field: str) -> int | float:
     if isinstance(value, float) and not math.isfinite(value):
         raise BadRequest(f"{field} must be finite", field=field)
     if abs(value) > MAX_SAFE_INTEGER:
-        raise BadRequest(f"{field} must be between -{MAX_SAFE_INTEGER} and {MAX_SAFE_INTEGER}",
-                         field=field)
+        raise BadRequest(
+            f"{field} must be between -{MAX_SAFE_INTEGER} and {MAX_SAFE_INTEGER}", field=field
+        )
     if isinstance(value, float) and value.is_integer():
         return int(value)
     return value
@@ -121,8 +140,9 @@ def require_idempotency_key(value: str | None) -> str | None:
     if value is None:
         return None
     if not IDEMPOTENCY_KEY_RE.fullmatch(value):
-        raise BadRequest("Idempotency-Key must be 1-128 printable ASCII characters",
-                         field="Idempotency-Key")
+        raise BadRequest(
+            "Idempotency-Key must be 1-128 printable ASCII characters", field="Idempotency-Key"
+        )
     return value
 
 
@@ -130,10 +150,9 @@ def query_int(raw: str | None, field: str, *, default: int, minimum: int, maximu
     """An integer query parameter; anything but plain decimal digits is refused."""
     if raw is None:
         return default
-    text = raw.strip()
+    text = raw
     if not re.fullmatch(r"-?[0-9]{1,9}", text):
-        raise BadRequest(f"{field} must be an integer between {minimum} and {maximum}",
-                         field=field)
+        raise BadRequest(f"{field} must be an integer between {minimum} and {maximum}", field=field)
     return require_int(int(text), field, minimum=minimum, maximum=maximum)
 
 

@@ -20,16 +20,18 @@ class BoardAdminService:
         self.index = index
         self.clock = clock
 
-    def put_board(self, board_id: str, body: dict[str, Any],
-                  caller: Caller) -> tuple[dict[str, Any], bool]:
+    def put_board(
+        self, board_id: str, body: dict[str, Any], caller: Caller
+    ) -> tuple[dict[str, Any], bool]:
         """Create or update; PostgreSQL first (the record), then publish to the index."""
         require_admin(caller)
         board_id = require_board_id(board_id)
         with self.db.transaction() as conn:
             existing = self.boards.get_for_update(conn, board_id)
             has_entries = existing is not None and self.index.board_entry_count(board_id) > 0
-            board = parse_board_request(board_id, body, existing, has_entries=has_entries,
-                                        now_iso=iso(self.clock()))
+            board = parse_board_request(
+                board_id, body, existing, has_entries=has_entries, now_iso=iso(self.clock())
+            )
             self.boards.save(conn, board)
         self.index.publish_board(board)
         return board.to_public(), existing is None

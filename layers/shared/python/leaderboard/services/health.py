@@ -22,5 +22,8 @@ class HealthService:
                 checks[name] = {"status": "unreachable", "error": type(exc).__name__}
             checks[name]["latency_ms"] = round((time.perf_counter() - started) * 1000, 1)
         unreachable = sorted(n for n, c in checks.items() if c["status"] != "ok")
-        return {"status": "degraded" if unreachable else "ok", "unreachable": unreachable,
-                "checks": checks}
+        return {
+            "status": "degraded" if unreachable else "ok",
+            "unreachable": unreachable,
+            "checks": checks,
+        }

@@ -47,10 +47,10 @@ class ReadService:
         if window.total == 0 and period.kind != ALL_TIME and not period.is_open_at(self.clock()):
             raise NotFound(f"no data for period {period.id}", period=period.id)
 
-    def _envelope(self, board_id: str, period: Period, region: str | None,
-                  window: Window) -> dict[str, Any]:
-        return {"board_id": board_id, "period": period.id, "region": region,
-                "total": window.total}
+    def _envelope(
+        self, board_id: str, period: Period, region: str | None, window: Window
+    ) -> dict[str, Any]:
+        return {"board_id": board_id, "period": period.id, "region": region, "total": window.total}
 
     def entries(self, board_id: str, query: Query) -> dict[str, Any]:
         _only(query, _ENTRIES_PARAMS)
@@ -59,25 +59,31 @@ class ReadService:
         if query.get("around_rank") is not None:
             if query.get("offset") is not None:
                 raise BadRequest("use either offset or around_rank, not both", field="offset")
-            rank = query_int(query.get("around_rank"), "around_rank", default=1, minimum=1,
-                             maximum=MAX_OFFSET)
-            window = self.index.window(board_id, period, region, op="around_rank", size=limit,
-                                       offset_or_rank=rank)
+            rank = query_int(
+                query.get("around_rank"), "around_rank", default=1, minimum=1, maximum=MAX_OFFSET
+            )
+            window = self.index.window(
+                board_id, period, region, op="around_rank", size=limit, offset_or_rank=rank
+            )
         else:
-            offset = query_int(query.get("offset"), "offset", default=0, minimum=0,
-                               maximum=MAX_OFFSET)
-            window = self.index.window(board_id, period, region, op="page", size=limit,
-                                       offset_or_rank=offset)
+            offset = query_int(
+                query.get("offset"), "offset", default=0, minimum=0, maximum=MAX_OFFSET
+            )
+            window = self.index.window(
+                board_id, period, region, op="page", size=limit, offset_or_rank=offset
+            )
         self._require_data(period, window)
         return self._envelope(board_id, period, region, window) | {
-            "entries": [e.to_json() for e in window.entries]}
+            "entries": [e.to_json() for e in window.entries]
+        }
 
     def player(self, board_id: str, player_id: str, query: Query) -> dict[str, Any]:
         _only(query, _PLAYER_PARAMS)
         board_id, period, region = self._scope(board_id, query)
         player_id = require_player_id(player_id)
-        window = self.index.window(board_id, period, region, op="player", size=1,
-                                   player_id=player_id)
+        window = self.index.window(
+            board_id, period, region, op="player", size=1, player_id=player_id
+        )
         entry = window.entries[0]
         return self._envelope(board_id, period, region, window) | {
             "player_id": entry.player_id,
@@ -91,10 +97,10 @@ class ReadService:
         _only(query, _AROUND_PARAMS)
         board_id, period, region = self._scope(board_id, query)
         player_id = require_player_id(player_id)
-        count = query_int(query.get("count"), "count", default=10, minimum=1,
-                          maximum=MAX_WINDOW)
-        window = self.index.window(board_id, period, region, op="around", size=count,
-                                   player_id=player_id)
+        count = query_int(query.get("count"), "count", default=10, minimum=1, maximum=MAX_WINDOW)
+        window = self.index.window(
+            board_id, period, region, op="around", size=count, player_id=player_id
+        )
         assert window.player_position is not None
         me = window.entries[window.player_position - window.start]
         return self._envelope(board_id, period, region, window) | {

@@ -32,14 +32,16 @@ class ScoreService:
         self.sink = sink
         self.clock = clock
 
-    def submit(self, board_id: str, body: dict[str, Any], caller: Caller,
-               idempotency_key: str | None) -> SubmitResponse:
+    def submit(
+        self, board_id: str, body: dict[str, Any], caller: Caller, idempotency_key: str | None
+    ) -> SubmitResponse:
         board_id = require_board_id(board_id)
         key = require_idempotency_key(idempotency_key)
         submission = parse_submission(body, caller)
         now = self.clock()
         result = self.index.submit(
-            board_id, submission,
+            board_id,
+            submission,
             event_id=str(uuid.uuid4()),
             now_ms=to_ms(now),
             periods=current_periods(now),
@@ -49,8 +51,9 @@ class ScoreService:
         # A replay sends the event again: the first send may be what failed, and the
         # persister ignores an event id it has already stored.
         self.sink.send(event)
-        return SubmitResponse(body=_response(board_id, submission, result),
-                              replayed=result.replayed, event=event)
+        return SubmitResponse(
+            body=_response(board_id, submission, result), replayed=result.replayed, event=event
+        )
 
 
 def _event(board_id: str, submission: Submission, result: SubmitResult) -> ScoreEvent:

@@ -35,8 +35,9 @@ class Database:
     def connection(self) -> psycopg.Connection[Any]:
         if self._conn is None or self._conn.closed or self._conn.broken:
             try:
-                self._conn = psycopg.connect(self.url, connect_timeout=self.connect_timeout,
-                                             autocommit=True)
+                self._conn = psycopg.connect(
+                    self.url, connect_timeout=self.connect_timeout, autocommit=True
+                )
             except psycopg.OperationalError as exc:
                 raise Unavailable("the database is unavailable", retry_after=2) from exc
         return self._conn
@@ -124,14 +125,20 @@ class BoardRepository:
             " VALUES (%s, %s, %s, %s, %s)"
             " ON CONFLICT (board_id) DO UPDATE SET config = EXCLUDED.config,"
             " version = EXCLUDED.version, updated_at = EXCLUDED.updated_at",
-            (board.board_id, Jsonb(board.to_public()), board.version, board.created_at,
-             board.updated_at),
+            (
+                board.board_id,
+                Jsonb(board.to_public()),
+                board.version,
+                board.created_at,
+                board.updated_at,
+            ),
         )
 
     def get(self, board_id: str) -> BoardConfig | None:
         with self.db.transaction() as conn:
-            row = conn.execute("SELECT config, version FROM boards WHERE board_id = %s",
-                               (board_id,)).fetchone()
+            row = conn.execute(
+                "SELECT config, version FROM boards WHERE board_id = %s", (board_id,)
+            ).fetchone()
         return None if row is None else _board(row[0], row[1])
 
     def all(self) -> list[BoardConfig]:

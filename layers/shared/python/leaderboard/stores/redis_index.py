@@ -42,8 +42,13 @@ from leaderboard.domain.validation import format_score
 from leaderboard.stores.redis_client import RedisLike
 
 CATALOG_KEY = "lb:boards"
-_UNREACHABLE = (RedisConnectionError, RedisTimeoutError, BusyLoadingError, ClusterDownError,
-                TryAgainError)
+_UNREACHABLE = (
+    RedisConnectionError,
+    RedisTimeoutError,
+    BusyLoadingError,
+    ClusterDownError,
+    TryAgainError,
+)
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -56,8 +61,9 @@ def guarded(method: Callable[P, R]) -> Callable[P, R]:
         try:
             return method(*args, **kwargs)
         except _UNREACHABLE as exc:
-            raise Unavailable("the serving index (Redis) is unavailable", retry_after=1,
-                              store="redis") from exc
+            raise Unavailable(
+                "the serving index (Redis) is unavailable", retry_after=1, store="redis"
+            ) from exc
 
     return call
 
@@ -132,8 +138,12 @@ class Entry:
     metadata: dict[str, Any] | None
 
     def to_json(self) -> dict[str, Any]:
-        return {"rank": self.rank, "player_id": self.player_id, "score": self.score,
-                "metadata": self.metadata}
+        return {
+            "rank": self.rank,
+            "player_id": self.player_id,
+            "score": self.score,
+            "metadata": self.metadata,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,12 +160,23 @@ def _parse_record(record: str, replayed: bool) -> SubmitResult:
     standings = []
     for line in lines:
         period, region, score, rank = line.split("\t")
-        standings.append(Standing(period=period, region=region or None,
-                                  score=format_score(float(score)),
-                                  rank=int(rank) if rank else None))
-    return SubmitResult(event_id=event_id, applied=applied == "1", version=int(version),
-                        occurred_at_ms=int(now_ms), operation=operation, standings=tuple(standings),
-                        replayed=replayed)
+        standings.append(
+            Standing(
+                period=period,
+                region=region or None,
+                score=format_score(float(score)),
+                rank=int(rank) if rank else None,
+            )
+        )
+    return SubmitResult(
+        event_id=event_id,
+        applied=applied == "1",
+        version=int(version),
+        occurred_at_ms=int(now_ms),
+        operation=operation,
+        standings=tuple(standings),
+        replayed=replayed,
+    )
 
 
 _NO_BOARD = "board not found"
@@ -193,7 +214,11 @@ class RedisIndex:
         script_keys = [
             keys.cfg,
             keys.idempotency(*idempotency) if idempotency else keys.prefix + "idem:-",
-            keys.seq, keys.meta, keys.refs, keys.registry, keys.rate(submission.player_id),
+            keys.seq,
+            keys.meta,
+            keys.refs,
+            keys.registry,
+            keys.rate(submission.player_id),
         ]
         candidates: list[str] = []
         for region in regions:
@@ -202,11 +227,13 @@ class RedisIndex:
                 candidates += [kind, period.id, region or "", keys.suffix(period.id, region)]
         args = [
             submission.player_id,
-            repr(submission.score) if isinstance(submission.score, float) else
-            str(submission.score),
+            repr(submission.score)
+            if isinstance(submission.score, float)
+            else str(submission.score),
             submission.region or "",
             json.dumps(submission.metadata, separators=(",", ":"))
-            if submission.metadata is not None else "",
+            if submission.metadata is not None
+            else "",
             now_ms,
             event_id,
             submission.fingerprint() if idempotency else "",
@@ -275,15 +302,19 @@ class RedisIndex:
         """One read: a page, a window around a rank, one player, or a window around a player."""
         keys = BoardKeys(board_id)
         reply = self._read(
-            keys=[keys.cfg, keys.zset(period.id, region), keys.members(period.id, region),
-                  keys.meta],
+            keys=[
+                keys.cfg,
+                keys.zset(period.id, region),
+                keys.members(period.id, region),
+                keys.meta,
+            ],
             args=[op, period.kind, region or "", player_id, offset_or_rank, size],
         )
         if reply[0] == "ERR":
             raise _read_error(board_id, period, region, player_id, reply[1])
         total, start, position, count = (int(x) for x in reply[1:5])
-        rows = reply[5:5 + 3 * count]
-        metas = reply[5 + 3 * count:]
+        rows = reply[5 : 5 + 3 * count]
+        metas = reply[5 + 3 * count :]
         entries = tuple(
             Entry(
                 rank=int(rows[i * 3 + 2]),
@@ -293,8 +324,12 @@ class RedisIndex:
             )
             for i in range(count)
         )
-        return Window(total=total, start=start,
-                      player_position=None if position < 0 else position, entries=entries)
+        return Window(
+            total=total,
+            start=start,
+            player_position=None if position < 0 else position,
+            entries=entries,
+        )
 
     def ping(self) -> bool:
         return bool(self.client.ping())
@@ -313,8 +348,9 @@ def _submit_error(board_id: str, submission: Submission, detail: list[str]) -> E
     if code == "idempotency_conflict":
         return Conflict("this Idempotency-Key was already used with a different request body")
     if code == "unknown_region":
-        return Unprocessable(f"region {submission.region!r} is not one of the board's regions",
-                             field="region")
+        return Unprocessable(
+            f"region {submission.region!r} is not one of the board's regions", field="region"
+        )
     if code == "max_increment":
         return Unprocessable("score exceeds the board's max_increment", field="score")
     if code == "bounds":
@@ -326,21 +362,25 @@ def _submit_error(board_id: str, submission: Submission, detail: list[str]) -> E
         )
     if code == "rate_limited":
         retry_ms = int(detail[1])
-        return RateLimited("too many submissions for this player; retry later",
-                           retry_after=-(-retry_ms // 1000))
+        return RateLimited(
+            "too many submissions for this player; retry later", retry_after=-(-retry_ms // 1000)
+        )
     return RuntimeError(f"unexpected reply from the submit script: {detail!r}")
 
 
-def _read_error(board_id: str, period: Period, region: str | None, player_id: str,
-                code: str) -> Exception:
+def _read_error(
+    board_id: str, period: Period, region: str | None, player_id: str, code: str
+) -> Exception:
     if code == "no_board":
         return NotFound(f"board {board_id!r} does not exist", board_id=board_id)
     if code == "no_period":
-        return NotFound(f"board {board_id!r} does not keep {period.kind} periods",
-                        period=period.id)
+        return NotFound(f"board {board_id!r} does not keep {period.kind} periods", period=period.id)
     if code == "unknown_region":
         return NotFound(f"region {region!r} is not one of the board's regions", region=region)
     if code == "no_player":
-        return NotFound(f"player {player_id!r} has no entry in {period.id}"
-                        + (f" ({region})" if region else ""), player_id=player_id)
+        return NotFound(
+            f"player {player_id!r} has no entry in {period.id}"
+            + (f" ({region})" if region else ""),
+            player_id=player_id,
+        )
     return RuntimeError(f"unexpected reply from the read script: {code!r}")

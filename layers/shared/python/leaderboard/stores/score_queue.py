@@ -28,8 +28,9 @@ class SqsScoreQueue:
                 },
             )
         except (BotoCoreError, ClientError) as exc:
-            raise Unavailable("the score queue is unavailable; retry with the same "
-                              "Idempotency-Key", retry_after=1) from exc
+            raise Unavailable(
+                "the score queue is unavailable; retry with the same Idempotency-Key", retry_after=1
+            ) from exc
 
     def ping(self) -> bool:
         self.client.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["QueueArn"])
@@ -41,6 +42,7 @@ def make_sqs_client(endpoint_url: str | None = None) -> Any:
     import boto3
     from botocore.config import Config
 
-    config = Config(connect_timeout=2, read_timeout=3, retries={"max_attempts": 3,
-                                                                "mode": "standard"})
+    config = Config(
+        connect_timeout=2, read_timeout=3, retries={"max_attempts": 3, "mode": "standard"}
+    )
     return boto3.client("sqs", endpoint_url=endpoint_url, config=config)

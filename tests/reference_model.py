@@ -1,0 +1,179 @@
+"""A small, obviously-correct model of a board, for checking the Redis scripts against.
+
+It keeps plain dicts and sorts on every read; nothing here is clever. Orderings mirror what the
+API promises: better score first; ties by arrival for ties=first, otherwise by player id in the
+direction of the sort (Redis orders equal scores by member).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from leaderboard.domain.boards import BoardConfig
+from leaderboard.domain.periods import current_periods
+
+SAFE = 2**53 - 1
+
+
+class ModelError(Exception):
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+@dataclass
+class Row:
+    player: str
+    score: float
+    stamp: int
+
+
+@dataclass
+class ModelBoard:
+    cfg: BoardConfig
+    keys: dict[tuple[str, str | None], dict[str, Row]] = field(default_factory=dict)
+    open_kinds: dict[str, str] = field(default_factory=dict)
+    meta: dict[str, dict[str, Any]] = field(default_factory=dict)
+    seq: int = 0
+
+    # --- ordering and ranks ---------------------------------------------------------------
+    def ordered(self, period: str, region: str | None) -> list[Row]:
+        rows = list(self.keys.get((period, region), {}).values())
+        desc = self.cfg.sort == "desc"
+        if self.cfg.ties == "first":
+            return sorted(rows, key=lambda r: (-r.score if desc else r.score, r.stamp))
+        return sorted(rows, key=lambda r: (r.score, r.player), reverse=desc)
+
+    def rank_of(self, rows: list[Row], index: int) -> int:
+        if self.cfg.ties == "first":
+            return index + 1
+        score = rows[index].score
+        desc = self.cfg.sort == "desc"
+        return 1 + sum(1 for r in rows if (r.score > score if desc else r.score < score))
+
+    # --- writes ---------------------------------------------------------------------------
+    def submit(
+        self,
+        player: str,
+        score: float,
+        region: str | None,
+        metadata: dict[str, Any] | None,
+        now: datetime,
+    ) -> tuple[bool, list[tuple]]:
+        cfg = self.cfg
+        if region is not None and region not in (cfg.regions or ()):
+            raise ModelError("unknown_region")
+        if cfg.mode == "increment":
+            if cfg.max_increment is not None and abs(score) > cfg.max_increment:
+                raise ModelError("max_increment")
+        elif (cfg.min_score is not None and score < cfg.min_score) or (
+            cfg.max_score is not None and score > cfg.max_score
+        ):
+            raise ModelError("bounds")
+        periods = current_periods(now)
+        targets = [(kind, periods[kind].id, None) for kind in periods]
+        if region is not None:
+            targets += [(kind, periods[kind].id, region) for kind in periods]
+        plan = []
+        desc = cfg.sort == "desc"
+        for kind, pid, reg in targets:
+            if kind not in cfg.periods:
+                continue
+            old_row = self.keys.get((pid, reg), {}).get(player)
+            old = None if old_row is None else old_row.score
+            if cfg.mode == "increment":
+                new = (old or 0.0) + score
+                if (
+                    abs(new) > SAFE
+                    or (cfg.min_score is not None and new < cfg.min_score)
+                    or (cfg.max_score is not None and new > cfg.max_score)
+                ):
+                    raise ModelError("bounds")
+            elif cfg.mode == "best":
+                better = old is None or (score > old if desc else score < old)
+                new = score if better else old
+            else:
+                new = score
+            plan.append((pid, reg, old, float(new)))
+        self.seq += 1
+        applied = False
+        standings = []
+        for pid, reg, old, new in plan:
+            rows = self.keys.setdefault((pid, reg), {})
+            present = True
+            if old is None or new != old:
+                applied = True
+                stamp = self.seq if (old is None or new != old) else rows[player].stamp
+                rows[player] = Row(player, new, stamp)
+                if cfg.max_entries is not None:
+                    ordered = self.ordered(pid, reg)
+                    for victim in ordered[cfg.max_entries :]:
+                        del rows[victim.player]
+                        if victim.player == player:
+                            present = False
+                        if not self.present_anywhere(victim.player):
+                            self.meta.pop(victim.player, None)
+            rank = None
+            if present:
+                ordered = self.ordered(pid, reg)
+                index = next(i for i, r in enumerate(ordered) if r.player == player)
+                rank = self.rank_of(ordered, index)
+            standings.append((pid, reg, new, rank))
+        if metadata is not None and self.present_anywhere(player):
+            self.meta[player] = metadata
+        return applied, standings
+
+    def present_anywhere(self, player: str) -> bool:
+        return any(player in rows for rows in self.keys.values())
+
+    def delete(self, player: str) -> None:
+        for rows in self.keys.values():
+            rows.pop(player, None)
+        self.meta.pop(player, None)
+
+    # --- reads ----------------------------------------------------------------------------
+    def _entry(self, rows: list[Row], index: int) -> dict[str, Any]:
+        row = rows[index]
+        return {
+            "rank": self.rank_of(rows, index),
+            "player_id": row.player,
+            "score": row.score,
+            "metadata": self.meta.get(row.player),
+        }
+
+    def page(self, period: str, region: str | None, offset: int, limit: int) -> tuple[int, list]:
+        rows = self.ordered(period, region)
+        return len(rows), [
+            self._entry(rows, i) for i in range(offset, min(len(rows), offset + limit))
+        ]
+
+    @staticmethod
+    def _centre(position: int, size: int, total: int) -> int:
+        start = position - (size - 1) // 2
+        start = min(start, total - size)
+        return max(start, 0)
+
+    def around_rank(
+        self, period: str, region: str | None, rank: int, limit: int
+    ) -> tuple[int, list]:
+        rows = self.ordered(period, region)
+        start = self._centre(rank - 1, limit, len(rows))
+        return self.page(period, region, start, limit)
+
+    def player(self, period: str, region: str | None, player: str) -> dict[str, Any] | None:
+        rows = self.ordered(period, region)
+        for i, row in enumerate(rows):
+            if row.player == player:
+                return self._entry(rows, i) | {"total": len(rows)}
+        return None
+
+    def around(
+        self, period: str, region: str | None, player: str, count: int
+    ) -> tuple[int, list] | None:
+        rows = self.ordered(period, region)
+        for i, row in enumerate(rows):
+            if row.player == player:
+                return self.page(period, region, self._centre(i, count, len(rows)), count)
+        return None

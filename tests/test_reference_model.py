@@ -1,0 +1,167 @@
+"""Acceptance 1: random submission sequences against real Redis/Valkey and the reference
+model, for every mode x sort x ties, over every period kind and region, clock moving across
+day, week and month boundaries. Pages, around_rank, players and around are compared, ranks
+included, and so is every submission's response."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from leaderboard.domain.auth import Caller
+from leaderboard.domain.errors import DomainError, NotFound
+from leaderboard.domain.periods import ALL_TIME
+from leaderboard.services.reads import ReadService
+from leaderboard.services.scores import ScoreService
+from tests.conftest import ListSink, MovableClock, publish
+from tests.reference_model import ModelBoard, ModelError
+
+PLAYERS = ["ann", "bob", "cy", "dee", "eve", "fay", "gus"]
+REGIONS = [None, "EU", "NA"]
+SCORES = st.one_of(st.integers(-40, 60), st.sampled_from([0.5, 2.25, -1.5, 7.75, 100]))
+SERVER = Caller("game-server", frozenset({"leaderboard/server"}))
+
+submit_op = st.tuples(
+    st.just("submit"),
+    st.sampled_from(PLAYERS),
+    SCORES,
+    st.sampled_from([*REGIONS, "XX"]),
+    st.one_of(st.none(), st.fixed_dictionaries({"n": st.integers(0, 9)})),
+)
+advance_op = st.tuples(st.just("advance"), st.sampled_from([1, 5, 23, 24 * 3, 24 * 8, 24 * 31]))
+rules = st.fixed_dictionaries(
+    {
+        "max_entries": st.sampled_from([None, None, 3]),
+        "bounds": st.sampled_from([None, (-50, 80)]),
+        "max_increment": st.sampled_from([None, 25]),
+    }
+)
+
+
+def _norm(entries: list[dict]) -> list[tuple]:
+    return [(e["rank"], e["player_id"], float(e["score"]), e["metadata"]) for e in entries]
+
+
+def _compare_reads(
+    model: ModelBoard, reads: ReadService, board_id: str, clock: MovableClock
+) -> None:
+    period_ids = {pid for (pid, _region) in model.keys} | {ALL_TIME}
+    for period in sorted(period_ids):
+        for region in REGIONS:
+            query = {"period": period} | ({"region": region} if region else {})
+            total, expected = model.page(period, region, 0, 100)
+            kept = model.keys.get((period, region))
+            closed_and_empty = (
+                total == 0
+                and period != ALL_TIME
+                and not any(p.id == period and p.is_open_at(clock()) for p in _open(clock))
+            )
+            if closed_and_empty:
+                with pytest.raises(NotFound):
+                    reads.entries(board_id, query | {"limit": "100"})
+                continue
+            got = reads.entries(board_id, query | {"limit": "100"})
+            assert (got["total"], _norm(got["entries"])) == (total, _norm(expected)), (
+                period,
+                region,
+            )
+            for offset, limit in ((1, 2), (3, 3)):
+                _, exp = model.page(period, region, offset, limit)
+                got = reads.entries(board_id, query | {"offset": str(offset), "limit": str(limit)})
+                assert _norm(got["entries"]) == _norm(exp), (period, region, offset)
+            for rank in (1, 2, total, total + 3):
+                if rank < 1:
+                    continue
+                _, exp = model.around_rank(period, region, rank, 3)
+                got = reads.entries(board_id, query | {"around_rank": str(rank), "limit": "3"})
+                assert _norm(got["entries"]) == _norm(exp), (period, region, rank)
+            for player in PLAYERS:
+                exp_player = model.player(period, region, player)
+                if exp_player is None:
+                    with pytest.raises(NotFound):
+                        reads.player(board_id, player, query)
+                    continue
+                got = reads.player(board_id, player, query)
+                assert (got["rank"], float(got["score"]), got["total"], got["metadata"]) == (
+                    exp_player["rank"],
+                    exp_player["score"],
+                    exp_player["total"],
+                    exp_player["metadata"],
+                ), (period, region, player)
+                _, exp_window = model.around(period, region, player, 3)
+                got = reads.around(board_id, player, query | {"count": "3"})
+                assert _norm(got["entries"]) == _norm(exp_window), (period, region, player)
+                assert got["player"]["player_id"] == player
+            del kept
+
+
+def _open(clock: MovableClock):
+    from leaderboard.domain.periods import current_periods
+
+    return current_periods(clock()).values()
+
+
+@pytest.mark.parametrize("ties", ["shared", "first"])
+@pytest.mark.parametrize("sort", ["desc", "asc"])
+@pytest.mark.parametrize("mode", ["increment", "best", "set"])
+@given(
+    ops=st.lists(st.one_of(submit_op, submit_op, submit_op, advance_op), min_size=1, max_size=28),
+    board_rules=rules,
+)
+def test_redis_matches_reference_model(session_index, mode, sort, ties, ops, board_rules):
+    board_id = f"m-{uuid.uuid4().hex[:12]}"
+    body = {
+        "mode": mode,
+        "sort": sort,
+        "ties": ties,
+        "periods": ["all-time", "daily", "weekly", "monthly"],
+        "regions": ["EU", "NA"],
+        "max_entries": board_rules["max_entries"],
+    }
+    if board_rules["bounds"]:
+        body["min_score"], body["max_score"] = board_rules["bounds"]
+    if mode == "increment":
+        body["max_increment"] = board_rules["max_increment"]
+    index = session_index
+    board = publish(index, board_id, **body)
+    # Start just before midnight on a Sunday at the end of a month: the first advances cross
+    # a day, an ISO week and a month boundary.
+    from datetime import UTC, datetime
+
+    clock = MovableClock(datetime(2026, 5, 31, 22, 30, tzinfo=UTC))
+    service = ScoreService(index, ListSink(), clock)
+    reads = ReadService(index, clock)
+    model = ModelBoard(board)
+
+    for op in ops:
+        if op[0] == "advance":
+            clock.now += timedelta(hours=op[1])
+            continue
+        _, player, score, region, metadata = op
+        payload = {"player_id": player, "score": score}
+        if region:
+            payload["region"] = region
+        if metadata is not None:
+            payload["metadata"] = metadata
+        try:
+            applied, standings = model.submit(player, float(score), region, metadata, clock())
+            expected_error = None
+        except ModelError as exc:
+            expected_error = exc.code
+        try:
+            got = service.submit(board_id, payload, SERVER, None).body
+        except DomainError as exc:
+            assert expected_error is not None, f"unexpected {exc!r} for {payload}"
+            assert exc.status == 422
+            continue
+        assert expected_error is None, f"expected {expected_error} for {payload}, got {got}"
+        assert got["applied"] == applied
+        assert [
+            (s["period"], s["region"], float(s["score"]), s["rank"]) for s in got["standings"]
+        ] == standings
+
+    _compare_reads(model, reads, board_id, clock)
