@@ -1,0 +1,115 @@
+"""Acceptance 2: round trips are counted, not assumed. Every submission and every read is one
+round trip to Redis, whatever the board size or the window, through the service and through
+the real handlers."""
+
+from __future__ import annotations
+
+import redis
+from redis.connection import Connection
+
+from leaderboard.domain.auth import Caller
+from leaderboard.services.reads import ReadService
+from leaderboard.services.scores import ScoreService
+from leaderboard.stores.redis_index import RedisIndex
+from tests.conftest import ListSink, publish
+
+SERVER = Caller("game-server", frozenset({"leaderboard/server"}))
+
+
+class CountingConnection(Connection):
+    """Counts what is written to the socket: one send = one round trip."""
+
+    sends = 0
+
+    def send_packed_command(self, command, check_health=True):  # type: ignore[override]
+        CountingConnection.sends += 1
+        return super().send_packed_command(command, check_health)
+
+
+def counted(call):
+    before = CountingConnection.sends
+    result = call()
+    return CountingConnection.sends - before, result
+
+
+def test_one_round_trip_per_submission_and_read(redis_url, board_id, clock):
+    client = redis.Redis.from_url(
+        redis_url, decode_responses=True, connection_class=CountingConnection
+    )
+    index = RedisIndex(client)
+    publish(
+        index,
+        board_id,
+        regions=["EU", "NA"],
+        periods=["all-time", "daily", "weekly", "monthly"],
+        ties="first",
+        max_entries=5000,
+        rate_limit_per_minute=100000,
+    )
+    scores = ScoreService(index, ListSink(), clock)
+    reads = ReadService(index, clock)
+    # A board of 2,000 players, written in bulk outside the measurement.
+    pipe = client.pipeline(transaction=False)
+    for i in range(2000):
+        pipe.zadd(f"lb:{{{board_id}}}:z:all-time", {f"{i:015d}|p{i}": i})
+    pipe.execute()
+
+    # Warm the script cache: the very first call of a script may need SCRIPT LOAD.
+    scores.submit(board_id, {"player_id": "warm", "score": 1}, SERVER, None)
+    reads.entries(board_id, {})
+
+    submissions = [
+        ({"player_id": "p-1", "score": 10}, None),
+        ({"player_id": "p-1", "score": 5, "region": "EU", "metadata": {"name": "Ada"}}, "k-1"),
+        ({"player_id": "p-1", "score": 5, "region": "EU", "metadata": {"name": "Ada"}}, "k-1"),
+    ]
+    for body, key in submissions:
+        trips, _ = counted(lambda body=body, key=key: scores.submit(board_id, body, SERVER, key))
+        assert trips == 1, (body, key)
+
+    read_calls = {
+        "entries top 1": lambda: reads.entries(board_id, {"limit": "1"}),
+        "entries top 100": lambda: reads.entries(board_id, {"limit": "100"}),
+        "entries deep page": lambda: reads.entries(board_id, {"offset": "1500", "limit": "100"}),
+        "around_rank": lambda: reads.entries(board_id, {"around_rank": "1000", "limit": "100"}),
+        "player": lambda: reads.player(board_id, "p-1", {}),
+        "player in region": lambda: reads.player(board_id, "p-1", {"region": "EU"}),
+        "around 100": lambda: reads.around(board_id, "p-1", {"count": "100"}),
+        "weekly page": lambda: reads.entries(board_id, {"period": "weekly", "limit": "100"}),
+    }
+    for name, call in read_calls.items():
+        trips, result = counted(call)
+        assert trips == 1, name
+        assert result["total"] >= 1, name
+    client.close()
+
+
+def test_handlers_use_one_round_trip(api, admin_token, server_token, board_id):
+    """Through the template routes and the real handlers, counting on their own clients."""
+    assert (
+        api.call("PUT", f"/boards/{board_id}", {"regions": ["EU"]}, token=admin_token).status == 201
+    )
+    clients = []
+    for module in ("lambda_ApiWriteFunction_app", "lambda_ApiReadFunction_app"):
+        import sys
+
+        service = vars(sys.modules[module]).get("scores") or vars(sys.modules[module])["reads"]
+        pool = service.index.client.connection_pool
+        pool.connection_class = CountingConnection
+        pool.disconnect()
+        clients.append(pool)
+    body = {"player_id": "p-9", "score": 3, "region": "EU"}
+    api.call("POST", f"/boards/{board_id}/scores", body, token=server_token)  # warm
+    trips, reply = counted(
+        lambda: api.call("POST", f"/boards/{board_id}/scores", body, token=server_token)
+    )
+    assert reply.status == 200 and trips == 1
+    for path in (
+        f"/boards/{board_id}/entries?limit=100",
+        f"/boards/{board_id}/players/p-9",
+        f"/boards/{board_id}/players/p-9/around?count=50&region=EU",
+        f"/boards/{board_id}/entries?around_rank=1&limit=7",
+    ):
+        api.call("GET", path)  # warm the connection
+        trips, reply = counted(lambda path=path: api.call("GET", path))
+        assert reply.status == 200 and trips == 1, path
