@@ -33,6 +33,7 @@ submit_op = st.tuples(
     st.one_of(st.none(), st.fixed_dictionaries({"n": st.integers(0, 9)})),
 )
 advance_op = st.tuples(st.just("advance"), st.sampled_from([1, 5, 23, 24 * 3, 24 * 8, 24 * 31]))
+OPS = st.lists(st.one_of(submit_op, submit_op, submit_op, advance_op), min_size=1, max_size=28)
 rules = st.fixed_dictionaries(
     {
         "max_entries": st.sampled_from([None, None, 3]),
@@ -108,11 +109,13 @@ def _open(clock: MovableClock):
 @pytest.mark.parametrize("ties", ["shared", "first"])
 @pytest.mark.parametrize("sort", ["desc", "asc"])
 @pytest.mark.parametrize("mode", ["increment", "best", "set"])
-@given(
-    ops=st.lists(st.one_of(submit_op, submit_op, submit_op, advance_op), min_size=1, max_size=28),
-    board_rules=rules,
-)
+@given(ops=OPS, board_rules=rules)
 def test_redis_matches_reference_model(session_index, mode, sort, ties, ops, board_rules):
+    check_against_model(session_index, mode, sort, ties, ops, board_rules)
+
+
+def check_against_model(index, mode, sort, ties, ops, board_rules) -> None:
+    """Replay `ops` on a new board through the real services and on the model; compare."""
     board_id = f"m-{uuid.uuid4().hex[:12]}"
     body = {
         "mode": mode,
@@ -126,7 +129,6 @@ def test_redis_matches_reference_model(session_index, mode, sort, ties, ops, boa
         body["min_score"], body["max_score"] = board_rules["bounds"]
     if mode == "increment":
         body["max_increment"] = board_rules["max_increment"]
-    index = session_index
     board = publish(index, board_id, **body)
     # Start just before midnight on a Sunday at the end of a month: the first advances cross
     # a day, an ISO week and a month boundary.
