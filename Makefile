@@ -6,6 +6,8 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-$(shell cat requirements-dev.txt | cksum | cut -d' ' -f1)
 export SAM_CLI_TELEMETRY := 0
 export PYTHONDONTWRITEBYTECODE := 1
+# The shared layer is importable exactly as Lambda mounts it (/opt/python).
+export PYTHONPATH := $(CURDIR)/layers/shared/python:$(CURDIR)
 
 .PHONY: help setup run test lint typecheck validate unit token invoke build lock bench clean
 

@@ -60,6 +60,7 @@ __all__ = [
     "InProcessSQS",
     "ServerStartError",
     "free_port",
+    "postgres_data_dir",
 ]
 
 LOOPBACK = "127.0.0.1"
@@ -1156,3 +1157,20 @@ class InProcessSQS:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def postgres_data_dir(preferred: Path) -> Path:
+    """Where a persistent local PostgreSQL keeps its data.
+
+    Normally `preferred`. Under root, postgres runs as an unprivileged user that must be able
+    to reach the folder; a checkout in a private home directory is not, so the data goes to a
+    stable folder of its own under /var/tmp instead (named after `preferred`, kept across runs).
+    """
+    if not _IS_LINUX or os.geteuid() != 0:
+        return preferred
+    user = _ensure_system_user(PG_SYSTEM_USER)
+    preferred.parent.mkdir(parents=True, exist_ok=True)
+    if _can_enter(preferred.parent, user):
+        return preferred
+    digest = hashlib.sha256(str(preferred.resolve()).encode()).hexdigest()[:12]
+    return Path("/var/tmp") / f"leaderboard-pg-{digest}"  # noqa: S108  # stable, not temp

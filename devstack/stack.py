@@ -17,7 +17,7 @@ from typing import Any
 from devstack import tokens
 from devstack.gateway import Gateway, LocalApi
 from devstack.runtime import FunctionPool
-from devstack.servers import EmbeddedPostgres, EmbeddedValkey, InProcessSQS
+from devstack.servers import EmbeddedPostgres, EmbeddedValkey, InProcessSQS, postgres_data_dir
 from devstack.template import ROOT, Template, load
 
 log = logging.getLogger("devstack")
@@ -90,12 +90,11 @@ class LocalStack:
             log.info("embedded Valkey on %s (data in %s)", redis_url, data / "valkey")
         database_url = os.environ.get("DATABASE_URL")
         if not database_url:
-            postgres = EmbeddedPostgres(data / "postgres", persist=True)
+            pg_dir = postgres_data_dir(data / "postgres")
+            postgres = EmbeddedPostgres(pg_dir, persist=True)
             self._resources.enter_context(postgres)
             database_url = postgres.create_database("leaderboard")
-            log.info(
-                "embedded PostgreSQL on port %s (data in %s)", postgres.port, data / "postgres"
-            )
+            log.info("embedded PostgreSQL on port %s (data in %s)", postgres.port, pg_dir)
         endpoint = os.environ.get("SQS_ENDPOINT_URL")
         aws = {
             "AWS_DEFAULT_REGION": os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
@@ -117,8 +116,7 @@ class LocalStack:
             queue_url = _ensure_queue(endpoint, aws, visibility, max_receive)
         from leaderboard.stores.postgres import apply_migrations
 
-        for name in apply_migrations(database_url):
-            log.info("applied migration %s", name)
+        apply_migrations(database_url)
         self.env = {
             "REDIS_URL": redis_url,
             "REDIS_CLUSTER": os.environ.get("REDIS_CLUSTER", "false"),

@@ -6,7 +6,12 @@ POWERTOOLS_METRICS_NAMESPACE, set per function in template.yaml.
 
 from __future__ import annotations
 
+import warnings
+
 from aws_lambda_powertools import Logger, Metrics, Tracer
+
+# A request that records no metric is normal (reads); Powertools would warn on every one.
+warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 logger = Logger()
 tracer = Tracer()

@@ -1,0 +1,213 @@
+"""Acceptance 8: start the local stack exactly as `make run` does, drive it over real HTTP,
+stop it with SIGTERM, and find nothing left running; start it again and find the data."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import boto3
+import psutil
+import pytest
+
+from devstack.servers import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+def _env(data_dir: Path, port: int) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("REDIS_URL", "DATABASE_URL", "SQS_ENDPOINT_URL", "JWT_SECRET")
+    }
+    env.update(PORT=str(port), LOCAL_DATA_DIR=str(data_dir), LOCAL_CONCURRENCY="2")
+    return env
+
+
+class Stack:
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = data_dir.parent / f"make-run-{self.port}.log"
+        with self.log.open("wb") as out:
+            self.process = subprocess.Popen(
+                ["make", "--no-print-directory", "run"],
+                cwd=ROOT,
+                env=_env(data_dir, self.port),
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if f"ready at {self.url}" in self.log.read_text(errors="replace"):
+                return
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.2)
+        self.stop()
+        raise AssertionError(f"the stack did not start:\n{self.log.read_text()[-4000:]}")
+
+    def tokens(self) -> dict[str, str]:
+        out = subprocess.run(
+            ["make", "-s", "token"],
+            cwd=ROOT,
+            check=True,
+            env=_env(self.data_dir, self.port),
+            capture_output=True,
+            text=True,
+        ).stdout
+        return dict(re.findall(r"^(\w+_TOKEN)=(\S+)$", out, re.M))
+
+    def request(self, method: str, path: str, body=None, token=None, headers=None):
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        request.add_header("content-type", "application/json")
+        for key, value in (headers or {}).items():
+            request.add_header(key, value)
+        if token:
+            request.add_header("authorization", f"Bearer {token}")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                raw = response.read()
+                return response.status, {k.lower(): v for k, v in response.headers.items()}, raw
+        except urllib.error.HTTPError as error:
+            return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
+
+    def stop(self) -> float:
+        """SIGTERM to the process group (as Ctrl-C reaches it); returns seconds to exit."""
+        family = [self.process.pid]
+        with contextlib.suppress(psutil.NoSuchProcess):
+            family += [p.pid for p in psutil.Process(self.process.pid).children(recursive=True)]
+        started = time.monotonic()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGTERM)
+        deadline = started + 10
+        while time.monotonic() < deadline and any(
+            psutil.pid_exists(p) and psutil.Process(p).status() != "zombie" for p in family
+        ):
+            time.sleep(0.1)
+        self.process.wait(1)
+        left = [
+            p
+            for p in family
+            if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE
+        ]
+        assert not left, f"processes left behind: {left}"
+        return time.monotonic() - started
+
+
+@pytest.fixture
+def data_dir():
+    base = Path(tempfile.mkdtemp(prefix="lb-e2e-"))
+    base.chmod(0o755)  # the embedded PostgreSQL user must reach it when running as root
+    yield base / "data"
+    subprocess.run(["rm", "-rf", str(base)], check=False)
+
+
+def test_make_run_serves_the_api_and_stops_cleanly(data_dir):
+    stack = Stack(data_dir)
+    try:
+        tokens = stack.tokens()
+        admin, server, player = (
+            tokens["ADMIN_TOKEN"],
+            tokens["SERVER_TOKEN"],
+            tokens["PLAYER_TOKEN"],
+        )
+        status, _, body = stack.request(
+            "PUT",
+            "/boards/arena",
+            {"title": "Arena", "regions": ["EU", "NA"], "periods": ["all-time", "weekly"]},
+            token=admin,
+        )
+        assert status == 201, body
+        for n, (player_id, score) in enumerate([("p-1", 10), ("p-2", 30), ("p-3", 20)]):
+            status, _, body = stack.request(
+                "POST",
+                "/boards/arena/scores",
+                {
+                    "player_id": player_id,
+                    "score": score,
+                    "region": "EU",
+                    "metadata": {"name": player_id.upper()},
+                },
+                token=server,
+                headers={"Idempotency-Key": f"e2e-{n}"},
+            )
+            assert status == 200, body
+        status, headers, body = stack.request(
+            "POST",
+            "/boards/arena/scores",
+            {"player_id": "p-3", "score": 20, "region": "EU", "metadata": {"name": "P-3"}},
+            token=server,
+            headers={"Idempotency-Key": "e2e-2"},
+        )
+        assert status == 200 and headers.get("idempotent-replayed") == "true"
+        status, _, body = stack.request("POST", "/boards/arena/scores", {"score": 5}, token=player)
+        assert status == 200 and json.loads(body)["player_id"] == "player-1"
+        assert stack.request("POST", "/boards/arena/scores", {"score": 5})[0] == 401
+        assert stack.request("PUT", "/boards/x", {}, token=player)[0] == 403
+
+        status, _, body = stack.request("GET", "/boards/arena/entries?region=EU&period=weekly")
+        page = json.loads(body)
+        assert status == 200 and re.fullmatch(r"\d{4}-W\d{2}", page["period"])
+        assert [(e["rank"], e["player_id"], e["score"]) for e in page["entries"]] == [
+            (1, "p-2", 30),
+            (2, "p-3", 20),
+            (3, "p-1", 10),
+        ]
+        status, _, body = stack.request("GET", "/boards/arena/players/p-3/around?count=3")
+        assert status == 200 and json.loads(body)["player"]["rank"] == 2
+        status, _, body = stack.request("GET", "/health")
+        assert status == 200 and json.loads(body)["status"] == "ok"
+        status, headers, body = stack.request("GET", "/")
+        assert status == 200 and "text/html" in headers["content-type"]
+
+        # Every submission reached the score queue as an event (the replay re-sends its own).
+        state = json.loads((data_dir / "stack.json").read_text())["env"]
+        sqs = boto3.client(
+            "sqs",
+            endpoint_url=state["SQS_ENDPOINT_URL"],
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+        events = []
+        for _ in range(10):
+            got = sqs.receive_message(
+                QueueUrl=state["SCORE_QUEUE_URL"], MaxNumberOfMessages=10, WaitTimeSeconds=0
+            )
+            events += [json.loads(m["Body"]) for m in got.get("Messages", [])]
+        assert len(events) == 5 and len({e["event_id"] for e in events}) == 4
+        first = next(e for e in events if e["player_id"] == "p-1")
+        assert first["operation"] == "increment" and first["submitted_score"] == 10
+        assert first["metadata"] == {"name": "P-1"} and first["version"] >= 1
+        assert {(s["period"] == "all-time", s["region"]) for s in first["scores"]} == {
+            (True, None),
+            (False, None),
+            (True, "EU"),
+            (False, "EU"),
+        }
+    finally:
+        seconds = stack.stop()
+    assert seconds < 10
+
+    again = Stack(data_dir)  # same data folder: boards and scores survive a restart
+    try:
+        status, _, body = again.request("GET", "/boards/arena/entries")
+        assert status == 200 and json.loads(body)["total"] == 4
+        assert again.request("GET", "/boards/arena")[0] == 200
+    finally:
+        again.stop()
