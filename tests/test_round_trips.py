@@ -5,7 +5,7 @@ the real handlers."""
 from __future__ import annotations
 
 import redis
-from redis.connection import Connection
+from redis.connection import Connection, ConnectionPool
 
 from leaderboard.domain.auth import Caller
 from leaderboard.services.reads import ReadService
@@ -89,15 +89,15 @@ def test_handlers_use_one_round_trip(api, admin_token, server_token, board_id):
     assert (
         api.call("PUT", f"/boards/{board_id}", {"regions": ["EU"]}, token=admin_token).status == 201
     )
-    clients = []
-    for module in ("lambda_ApiWriteFunction_app", "lambda_ApiReadFunction_app"):
-        import sys
+    import sys
 
-        service = vars(sys.modules[module]).get("scores") or vars(sys.modules[module])["reads"]
-        pool = service.index.client.connection_pool
-        pool.connection_class = CountingConnection
-        pool.disconnect()
-        clients.append(pool)
+    for module in ("lambda_ApiWriteFunction_app", "lambda_ApiReadFunction_app"):
+        names = vars(sys.modules[module])
+        client = (names.get("scores") or names["reads"]).index.client
+        # A fresh pool whose connections count their sends (existing ones would not).
+        client.connection_pool = ConnectionPool(
+            connection_class=CountingConnection, **client.connection_pool.connection_kwargs
+        )
     body = {"player_id": "p-9", "score": 3, "region": "EU"}
     api.call("POST", f"/boards/{board_id}/scores", body, token=server_token)  # warm
     trips, reply = counted(
