@@ -9,13 +9,13 @@ export PYTHONDONTWRITEBYTECODE := 1
 # The shared layer is importable exactly as Lambda mounts it (/opt/python).
 export PYTHONPATH := $(CURDIR)/layers/shared/python:$(CURDIR)
 
-.PHONY: help setup run test lint typecheck validate unit token invoke build lock bench clean
+.PHONY: help setup run test lint typecheck validate unit token invoke build lock clean
 
 help:
 	@echo "make run     start the whole system locally (API on http://127.0.0.1:3000)"
 	@echo "make test    lint, type-check, validate the template and run every test"
 	@echo "make token   print bearer tokens for the local stack"
-	@echo "make invoke FN=api_read EVENT=events/api_read_entries.json   run one function"
+	@echo "make invoke FN=api_read EVENT=events/api_read_entries.json  run one function (stack running)"
 	@echo "make build   sam build (python3.13/arm64 layers, no Docker needed)"
 
 setup: $(STAMP)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -72,7 +73,9 @@ def invoke(args: argparse.Namespace) -> int:
     os.environ.update(spec.resolved_environment(state["env"]))
     sys.path[:0] = [str(spec.code_dir), str(SHARED_LAYER)]
     event: Any = json.loads(Path(args.event).read_text())
-    result = load_handler(spec)(event, make_context(spec))
+    # As with `sam local invoke`: the function's logs on stderr, its result alone on stdout.
+    with contextlib.redirect_stdout(sys.stderr):
+        result = load_handler(spec)(event, make_context(spec))
     print(json.dumps(result, indent=2))
     return 0
 

@@ -109,6 +109,38 @@ class Stack:
         return time.monotonic() - started
 
 
+# The sample events, in an order that makes each one meaningful, and what each must answer.
+SAMPLE_EVENTS = [
+    ("api_admin", "api_admin_put_board", 201),
+    ("api_write", "api_write_submit_score", 200),
+    ("api_read", "api_read_entries", 200),
+    ("api_read", "api_read_player", 200),
+    ("api_read", "api_read_around", 200),
+    ("api_read", "api_read_list_boards", 200),
+    ("api_admin", "api_admin_health", 200),
+    ("api_admin", "api_admin_delete_player", 204),
+]
+
+
+def invoke_every_sample_event(stack: Stack) -> None:
+    """`make invoke` (the local `sam local invoke`) on every events/*.json file."""
+    names = sorted(p.stem for p in (ROOT / "events").glob("*.json"))
+    assert names == sorted(name for _, name, _ in SAMPLE_EVENTS), "an event without a check"
+    for function, name, status in SAMPLE_EVENTS:
+        out = subprocess.run(
+            ["make", "-s", "invoke", f"FN={function}", f"EVENT=events/{name}.json"],
+            cwd=ROOT,
+            env=_env(stack.data_dir, stack.port),
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        result = json.loads(out[out.index("{") :])
+        assert result["statusCode"] == status, (name, result)
+    status, _, body = stack.request("GET", "/boards/demo-arena/entries")
+    assert status == 200 and json.loads(body)["total"] == 0  # the last event deleted ada
+
+
 @pytest.fixture
 def data_dir():
     base = Path(tempfile.mkdtemp(prefix="lb-e2e-"))
@@ -200,6 +232,7 @@ def test_make_run_serves_the_api_and_stops_cleanly(data_dir):
             (True, "EU"),
             (False, "EU"),
         }
+        invoke_every_sample_event(stack)
     finally:
         seconds = stack.stop()
     assert seconds < 10
