@@ -326,8 +326,30 @@ class _ServerProcess:
         _kill_tree(self._proc)
         return True
 
-    def stop(self) -> None:  # pragma: no cover - overridden
+    # Set by each server kind: how long a graceful stop may take, and a start after restart.
+    _stop_timeout = 5.0
+    _start_timeout = 10.0
+    _given_dir: Path | None = None
+    _data_dir: Path | None = None
+    persist = False
+
+    def _shutdown(self, timeout: float) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Graceful stop (SIGKILL after ``timeout``); remove our temp dir unless persisting."""
+        try:
+            self._shutdown(self._stop_timeout if timeout is None else timeout)
+        finally:
+            _unregister(self)
+            if self._given_dir is None and not self.persist and self._data_dir is not None:
+                shutil.rmtree(self._data_dir, ignore_errors=True)
+                self._data_dir = None
+
+    def restart(self, timeout: float | None = None) -> None:
+        """Stop and start again on the same port and data dir."""
+        self._shutdown(self._stop_timeout)
+        self.start(self._start_timeout if timeout is None else timeout)
 
     def __enter__(self) -> Self:
         self.start()
@@ -341,7 +363,7 @@ class _ServerProcess:
     ) -> None:
         self.stop()
 
-    def start(self) -> None:  # pragma: no cover - overridden
+    def start(self, timeout: float = 10) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
 
 
@@ -505,21 +527,6 @@ class EmbeddedValkey(_ServerProcess):
     def _shutdown(self, timeout: float) -> None:
         if self._proc is not None:
             _terminate(self._proc, signal.SIGTERM, timeout)
-
-    def stop(self, timeout: float = 5) -> None:
-        """SIGTERM (SIGKILL after ``timeout``); remove our temp dir unless persisting."""
-        try:
-            self._shutdown(timeout)
-        finally:
-            _unregister(self)
-            if self._given_dir is None and not self.persist and self._data_dir is not None:
-                shutil.rmtree(self._data_dir, ignore_errors=True)
-                self._data_dir = None
-
-    def restart(self, timeout: float = 10) -> None:
-        """Stop and start again on the same port and data dir."""
-        self._shutdown(5)
-        self.start(timeout)
 
 
 def _cluster_info(client: redis.Redis) -> dict[str, str]:
@@ -848,6 +855,8 @@ class EmbeddedPostgres(_ServerProcess):
     """
 
     _kind = "postgres"
+    _stop_timeout = 10.0
+    _start_timeout = 30.0
 
     def __init__(
         self, data_dir: Path | None = None, port: int | None = None, *, persist: bool = False
@@ -1030,21 +1039,6 @@ class EmbeddedPostgres(_ServerProcess):
         if self._socket_dir is not None:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
             self._socket_dir = None
-
-    def stop(self, timeout: float = 10) -> None:
-        """Fast shutdown (SIGKILL after ``timeout``); remove our temp dir unless persisting."""
-        try:
-            self._shutdown(timeout)
-        finally:
-            _unregister(self)
-            if self._given_dir is None and not self.persist and self._data_dir is not None:
-                shutil.rmtree(self._data_dir, ignore_errors=True)
-                self._data_dir = None
-
-    def restart(self, timeout: float = 30) -> None:
-        """Stop and start again with the same port and data dir."""
-        self._shutdown(10)
-        self.start(timeout)
 
     def create_database(self, name: str) -> str:
         """Create database ``name`` unless it exists and return its URL."""
