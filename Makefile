@@ -9,7 +9,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # The shared layer is importable exactly as Lambda mounts it (/opt/python).
 export PYTHONPATH := $(CURDIR)/layers/shared/python:$(CURDIR)
 
-.PHONY: help setup run test lint typecheck validate unit token invoke build lock clean
+.PHONY: help setup run test lint typecheck validate unit token invoke build lock clean browser
 
 help:
 	@echo "make run     start the whole system locally (API on http://127.0.0.1:3000)"
@@ -53,7 +53,21 @@ validate: setup
 unit: setup
 	$(PY) -m pytest --cov --cov-report=term --cov-fail-under=85 $(PYTEST_ARGS)
 
-test: lint typecheck validate unit
+test: lint typecheck validate browser unit
+
+# Chromium for the demo page's browser test, from the OS packages (never a browser download).
+# CI must have it: there a failed install fails the build; elsewhere the test is skipped.
+browser:
+	@if command -v chromium >/dev/null 2>&1; then \
+	  echo "chromium: $$(chromium --version 2>/dev/null)"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
+	  && echo "installed $$(chromium --version 2>/dev/null)"; \
+	elif [ "$(CI)" = "true" ]; then \
+	  echo "CI needs Chromium for the browser test: install the 'chromium' package"; exit 1; \
+	else \
+	  echo "Chromium is not installed: the browser test will be skipped (apt-get install chromium)"; \
+	fi
 
 build: setup
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/sam build
