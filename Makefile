@@ -46,6 +46,7 @@ typecheck: setup
 	$(VENV)/bin/mypy --explicit-package-bases functions/api_read/app.py
 	$(VENV)/bin/mypy --explicit-package-bases functions/api_write/app.py
 	$(VENV)/bin/mypy --explicit-package-bases functions/api_admin/app.py
+	$(VENV)/bin/mypy --explicit-package-bases functions/persister/app.py
 
 validate: setup
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/sam validate --lint

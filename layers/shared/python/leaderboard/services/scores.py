@@ -69,6 +69,7 @@ def _event(board_id: str, submission: Submission, result: SubmitResult) -> Score
         applied=result.applied,
         occurred_at_ms=result.occurred_at_ms,
         standings=result.standings,
+        evictions=result.evictions,
     )
 
 

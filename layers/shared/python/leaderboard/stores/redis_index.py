@@ -10,6 +10,7 @@ Layout, every key of a board under the hash tag `{board}` so one script can touc
   lb:{b}:seq            per-board version counter (every event's version)
   lb:{b}:idem:<h>       idempotency record (fingerprint + result), expires
   lb:{b}:rl:<player>    rate-limit token bucket, expires
+  lb:{b}:outbox         stream of events not yet confirmed in PostgreSQL (drained by the relay)
   lb:boards             catalog: board_id -> public board JSON (one key, for GET /boards)
 """
 
@@ -35,7 +36,7 @@ from leaderboard.domain.errors import (
     Unavailable,
     Unprocessable,
 )
-from leaderboard.domain.events import Standing
+from leaderboard.domain.events import Eviction, Standing
 from leaderboard.domain.periods import Period
 from leaderboard.domain.submissions import Submission
 from leaderboard.domain.validation import format_score
@@ -111,6 +112,10 @@ class BoardKeys:
     def seq(self) -> str:
         return self.prefix + "seq"
 
+    @property
+    def outbox(self) -> str:
+        return self.prefix + "outbox"
+
     def idempotency(self, subject: str, key: str) -> str:
         digest = hashlib.sha256(json.dumps([subject, key]).encode()).hexdigest()[:40]
         return f"{self.prefix}idem:{digest}"
@@ -127,6 +132,7 @@ class SubmitResult:
     occurred_at_ms: int
     operation: str
     standings: tuple[Standing, ...]
+    evictions: tuple[Eviction, ...]
     replayed: bool
 
 
@@ -157,15 +163,22 @@ class Window:
 def _parse_record(record: str, replayed: bool) -> SubmitResult:
     head, *lines = record.split("\n")
     event_id, applied, version, now_ms, operation = head.split("\t")
-    standings = []
+    standings: list[Standing] = []
+    evictions: list[Eviction] = []
     for line in lines:
-        period, region, score, rank = line.split("\t")
+        fields = line.split("\t")
+        if fields[0] == "-":
+            _, period, region, player, gone = fields
+            evictions.append(Eviction(period, region or None, player, gone == "1"))
+            continue
+        period, region, score, rank, changed = fields
         standings.append(
             Standing(
                 period=period,
                 region=region or None,
                 score=format_score(float(score)),
                 rank=int(rank) if rank else None,
+                changed=changed == "1",
             )
         )
     return SubmitResult(
@@ -175,6 +188,7 @@ def _parse_record(record: str, replayed: bool) -> SubmitResult:
         occurred_at_ms=int(now_ms),
         operation=operation,
         standings=tuple(standings),
+        evictions=tuple(evictions),
         replayed=replayed,
     )
 
@@ -219,6 +233,7 @@ class RedisIndex:
             keys.refs,
             keys.registry,
             keys.rate(submission.player_id),
+            keys.outbox,
         ]
         candidates: list[str] = []
         for region in regions:

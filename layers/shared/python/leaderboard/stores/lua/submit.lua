@@ -2,12 +2,16 @@
 -- All keys share the board's hash tag, so this runs unchanged on Redis Cluster.
 --
 -- KEYS: 1 cfg, 2 idempotency record, 3 sequence, 4 metadata hash, 5 reference counts,
---       6 key registry, 7 rate bucket, then one (sorted set, member map) pair per candidate.
+--       6 key registry, 7 rate bucket, 8 outbox stream, then one (sorted set, member map) pair
+--       per candidate.
 -- ARGV: 1 player, 2 score, 3 region ('' = none), 4 metadata JSON ('' = none), 5 now (ms),
 --       6 event id, 7 request fingerprint ('' = no idempotency key), 8 idempotency TTL (s),
 --       9 candidate count, then per candidate: kind, period id, region ('' = global), key suffix.
 -- Returns {'OK', record} | {'REPLAY', record} | {'ERR', code, ...}. A record is
--- "event_id\tapplied\tversion\tnow_ms\tmode" then one "period\tregion\tscore\trank" line per standing.
+-- "event_id\tapplied\tversion\tnow_ms\tmode", then one "period\tregion\tscore\trank\tchanged" line
+-- per standing (rank '' = trimmed out by max_entries), then one "-\tperiod\tregion\tplayer\tgone"
+-- line per entry max_entries evicted (gone = 1: that player is left on no board of this board id,
+-- so its metadata was dropped).
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'ERR', 'no_board'} end
 local cfg = cjson.decode(raw)
@@ -49,7 +53,7 @@ local n = tonumber(ARGV[9])
 for i = 0, n - 1 do
   local a = 10 + i * 4
   if has(cfg.periods, ARGV[a]) then
-    local zkey, mkey = KEYS[8 + i * 2], KEYS[9 + i * 2]
+    local zkey, mkey = KEYS[9 + i * 2], KEYS[10 + i * 2]
     local member = player
     if first then member = redis.call('HGET', mkey, player) end
     local old = nil
@@ -100,9 +104,11 @@ end
 
 local applied = false
 local lines = {}
+local evicted = {}
 for _, p in ipairs(plan) do
   local present = true
-  if p.old == nil or p.new ~= p.old then
+  local changed = p.old == nil or p.new ~= p.old
+  if changed then
     applied = true
     local member = player
     if first then
@@ -129,10 +135,13 @@ for _, p in ipairs(plan) do
             redis.call('HDEL', p.mkey, vp)
           end
           if vp == player then present = false end
+          local gone = '0'
           if redis.call('HINCRBY', KEYS[5], vp, -1) <= 0 then
             redis.call('HDEL', KEYS[5], vp)
             redis.call('HDEL', KEYS[4], vp)
+            gone = '1'
           end
+          evicted[#evicted + 1] = '-\t' .. p.period .. '\t' .. p.region .. '\t' .. vp .. '\t' .. gone
         end
       end
     end
@@ -152,7 +161,9 @@ for _, p in ipairs(plan) do
     end
   end
   lines[#lines + 1] = p.period .. '\t' .. p.region .. '\t' .. fmt(p.new) .. '\t' .. rank
+    .. '\t' .. (changed and '1' or '0')
 end
+for _, line in ipairs(evicted) do lines[#lines + 1] = line end
 
 if meta ~= '' and (tonumber(redis.call('HGET', KEYS[5], player)) or 0) > 0 then
   redis.call('HSET', KEYS[4], player, meta)
@@ -164,4 +175,7 @@ if #lines > 0 then record = record .. '\n' .. table.concat(lines, '\n') end
 if ARGV[7] ~= '' then
   redis.call('SET', KEYS[2], ARGV[7] .. '\n' .. record, 'EX', tonumber(ARGV[8]))
 end
+-- The outbox keeps the event until the relay has seen it in PostgreSQL: if this process dies
+-- before its queue send, the event still reaches the system of record.
+redis.call('XADD', KEYS[8], '*', 'r', record, 'p', player, 's', ARGV[2], 'g', region, 'm', meta)
 return {'OK', record}

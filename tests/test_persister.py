@@ -1,0 +1,195 @@
+"""The persister: redelivery and disorder change nothing (acceptance 1 of the persistence
+work), a poison record fails alone (acceptance 2), and PostgreSQL ends equal to Redis."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import uuid
+
+import psycopg
+import pytest
+
+from leaderboard.domain.auth import Caller
+from leaderboard.domain.events import InvalidEvent, parse_event
+from leaderboard.services.scores import ScoreService
+from leaderboard.stores.postgres import Database
+from leaderboard.stores.standings import StandingsStore
+from tests.conftest import ListSink, publish
+
+SERVER = Caller("game-server", frozenset({"leaderboard/server"}))
+
+
+def _workload(index, board_id, clock, *, n=400, seed=1):
+    """Real events from the real write path: a trimmed, tie=first board over several periods."""
+    publish(
+        index,
+        board_id,
+        mode="increment",
+        ties="first",
+        max_entries=8,
+        periods=["all-time", "daily", "weekly"],
+        regions=["EU", "NA"],
+    )
+    sink = ListSink()
+    service = ScoreService(index, sink, clock)
+    rng = random.Random(seed)
+    for i in range(n):
+        if i % 97 == 0:
+            clock.advance(hours=rng.choice([5, 30]))
+        body = {
+            "player_id": f"p{rng.randrange(20)}",
+            "score": rng.choice([1, 2, 3, 5, -1]),
+            "region": rng.choice(["EU", "NA", None]),
+        }
+        if rng.random() < 0.3:
+            body["metadata"] = {"name": f"n{i}"}
+        service.submit(board_id, body, SERVER, None)
+    return sink.events
+
+
+def _snapshot(database_url, board_id):
+    with psycopg.connect(database_url) as conn:
+        standings = conn.execute(
+            "SELECT period, region, player_id, score, version, reached_version, present"
+            " FROM standings WHERE board_id = %s ORDER BY 1, 2, 3",
+            (board_id,),
+        ).fetchall()
+        metadata = conn.execute(
+            "SELECT player_id, metadata, version FROM player_metadata WHERE board_id = %s"
+            " ORDER BY 1",
+            (board_id,),
+        ).fetchall()
+        events = conn.execute(
+            "SELECT event_id, version FROM score_events WHERE board_id = %s ORDER BY 1", (board_id,)
+        ).fetchall()
+    return standings, metadata, [(str(e), v) for e, v in events]
+
+
+def _as_board(events, board_id):
+    """The same events for another board id, so each delivery has rows of its own."""
+    return [
+        dataclasses.replace(
+            e,
+            board_id=board_id,
+            event_id=str(uuid.uuid5(uuid.NAMESPACE_URL, board_id + e.event_id)),
+        )
+        for e in events
+    ]
+
+
+def test_duplicates_and_disorder_leave_the_same_rows(index, database_url, board_id, clock):
+    events = _workload(index, board_id, clock)
+    store = StandingsStore(Database(database_url))
+    rng = random.Random(5)
+
+    in_order = _as_board(events, f"{board_id}-a")
+    for start in range(0, len(in_order), 50):
+        store.write(in_order[start : start + 50])
+
+    twice = _as_board(events, f"{board_id}-b")
+    for start in range(0, len(twice), 50):
+        batch = twice[start : start + 50]
+        assert store.write(batch) == len(batch)
+        assert store.write(batch) == 0  # the same batch again changes nothing
+
+    shuffled = _as_board(events, f"{board_id}-c")
+    messy = shuffled + rng.sample(shuffled, len(shuffled) // 3)
+    rng.shuffle(messy)
+    for start in range(0, len(messy), 37):
+        store.write(messy[start : start + 37])
+
+    reference = _snapshot(database_url, f"{board_id}-a")
+    assert reference[0] and reference[1] and len(reference[2]) == len(events)
+    for other in ("b", "c"):
+        got = _snapshot(database_url, f"{board_id}-{other}")
+        assert got[0] == reference[0], f"standings differ for delivery {other}"
+        assert got[1] == reference[1], f"metadata differ for delivery {other}"
+        assert [v for _, v in got[2]] == [v for _, v in reference[2]] or sorted(
+            v for _, v in got[2]
+        ) == sorted(v for _, v in reference[2])
+
+
+def test_postgres_standings_equal_redis(index, database_url, board_id, clock):
+    events = _workload(index, board_id, clock, n=300, seed=9)
+    store = StandingsStore(Database(database_url))
+    shuffled = events[:]
+    random.Random(3).shuffle(shuffled)
+    store.write(shuffled)
+    client = index.client
+    prefix = f"lb:{{{board_id}}}:"
+    with psycopg.connect(database_url) as conn:
+        for suffix in client.smembers(prefix + "keys"):
+            period, _, region = suffix.partition(":")
+            rows = conn.execute(
+                "SELECT player_id, score FROM standings WHERE board_id = %s AND period = %s"
+                " AND region = %s AND present ORDER BY score DESC, reached_version",
+                (board_id, period, region),
+            ).fetchall()
+            redis_rows = [
+                (m.split("|", 1)[1], s)
+                for m, s in client.zrevrange(prefix + "z:" + suffix, 0, -1, withscores=True)
+            ]
+            assert rows == redis_rows, suffix
+        meta = dict(
+            conn.execute(
+                "SELECT player_id, metadata FROM player_metadata WHERE board_id = %s"
+                " AND metadata IS NOT NULL",
+                (board_id,),
+            ).fetchall()
+        )
+    assert meta == {p: json.loads(m) for p, m in client.hgetall(prefix + "meta").items()}
+
+
+def _sqs_event(bodies):
+    return {
+        "Records": [
+            {
+                "messageId": str(uuid.uuid4()),
+                "receiptHandle": "r",
+                "body": body,
+                "attributes": {"ApproximateReceiveCount": "1"},
+                "messageAttributes": {},
+                "md5OfBody": "",
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:scores",
+                "awsRegion": "us-east-1",
+            }
+            for body in bodies
+        ]
+    }
+
+
+@pytest.mark.parametrize(
+    "poison",
+    [
+        "not json",
+        "{}",
+        '{"schema": 2}',
+        json.dumps({"schema": 1, "type": "score_submitted"}),
+    ],
+)
+def test_a_poison_record_fails_alone(api, index, database_url, board_id, clock, poison):
+    events = _workload(index, board_id, clock, n=6)
+    bodies = [e.to_message() for e in events]
+    bodies.insert(3, poison)
+    event = _sqs_event(bodies)
+    response = api.api.invoke("PersisterFunction", event)
+    assert response == {"batchItemFailures": [{"itemIdentifier": event["Records"][3]["messageId"]}]}
+    assert len(_snapshot(database_url, board_id)[2]) == 6
+
+
+def test_parse_event_refuses_what_it_does_not_understand(index, board_id, clock):
+    good = json.loads(_workload(index, board_id, clock, n=1)[0].to_message())
+    assert parse_event(json.dumps(good)).event_id == good["event_id"]
+    for broken in (
+        {**good, "event_id": "x"},
+        {**good, "version": 0},
+        {**good, "version": True},
+        {**good, "scores": [{"period": 1}]},
+        {**good, "metadata": [1]},
+        {**good, "type": "other"},
+    ):
+        with pytest.raises(InvalidEvent):
+            parse_event(json.dumps(broken))
