@@ -5,6 +5,7 @@ Lambda-like workers, and the API on http://127.0.0.1:3000.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -16,6 +17,7 @@ from typing import Any
 
 from devstack import tokens
 from devstack.gateway import Gateway, LocalApi
+from devstack.queue_consumer import QueueConsumer
 from devstack.runtime import FunctionPool
 from devstack.servers import EmbeddedPostgres, EmbeddedValkey, InProcessSQS, postgres_data_dir
 from devstack.template import ROOT, Template, load
@@ -52,6 +54,7 @@ class LocalStack:
         self.pools: dict[str, FunctionPool] = {}
         self.gateway: Gateway | None = None
         self._resources = ExitStack()
+        self.consumers: list[QueueConsumer] = []
         self._thread: threading.Thread | None = None
 
     @property
@@ -70,6 +73,7 @@ class LocalStack:
         try:
             self._start_stores(data)
             self._start_functions()
+            self._start_consumers()
             api = LocalApi(self.template, self.invoke, tokens.local_secret(data))
             self.gateway = Gateway((self.config.host, self.config.port), api)
             self._thread = threading.Thread(
@@ -154,10 +158,43 @@ class LocalStack:
         for t in threads:
             t.join()
 
+    def _start_consumers(self) -> None:
+        """Wire each SQS event source of the template to its function, with its batch rules."""
+        import boto3
+
+        client = boto3.client(
+            "sqs",
+            endpoint_url=self.env["SQS_ENDPOINT_URL"],
+            region_name=self.env["AWS_DEFAULT_REGION"],
+            aws_access_key_id=self.env["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=self.env["AWS_SECRET_ACCESS_KEY"],
+        )
+        for name, spec in self.template.functions.items():
+            for event in spec.events.values():
+                if event.get("Type") != "SQS":
+                    continue
+                props = event["Properties"]
+                consumer = QueueConsumer(
+                    client,
+                    self.env["SCORE_QUEUE_URL"],
+                    functools.partial(self.invoke, name),
+                    batch_size=int(props.get("BatchSize", 10)),
+                    window_seconds=float(props.get("MaximumBatchingWindowInSeconds", 0)),
+                    name=name,
+                )
+                consumer.start()
+                self.consumers.append(consumer)
+                log.info(
+                    "%s consumes the score queue (batches of up to %s)", name, consumer.batch_size
+                )
+
     def invoke(self, function: str, event: dict[str, Any]) -> Any:
         return self.pools[function].invoke(event)
 
     def stop(self) -> None:
+        for consumer in self.consumers:
+            consumer.stop()
+        self.consumers.clear()
         if self.gateway is not None:
             self.gateway.shutdown()
             self.gateway.server_close()

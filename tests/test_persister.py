@@ -193,3 +193,40 @@ def test_parse_event_refuses_what_it_does_not_understand(index, board_id, clock)
     ):
         with pytest.raises(InvalidEvent):
             parse_event(json.dumps(broken))
+
+
+def test_admin_delete_reaches_postgres_and_late_events_do_not_revive(
+    api, index, admin_token, database_url, board_id, clock
+):
+    from leaderboard.services.scores import ScoreService
+
+    api.call("PUT", f"/boards/{board_id}", {"regions": ["EU"]}, token=admin_token)
+    before = ListSink()
+    service = ScoreService(index, before, clock)
+    for score in (5, 7):
+        service.submit(
+            board_id,
+            {"player_id": "gone", "score": score, "region": "EU", "metadata": {"n": score}},
+            SERVER,
+            None,
+        )
+    store = StandingsStore(Database(database_url))
+    store.write(before.events)
+    assert {row[2] for row in _snapshot(database_url, board_id)[0]} == {"gone"}
+
+    assert api.call("DELETE", f"/boards/{board_id}/players/gone", token=admin_token).status == 204
+    store.write(before.events)  # redelivered after the delete: duplicates, ignored
+    store.write([dataclasses.replace(e, event_id=str(uuid.uuid4())) for e in before.events])
+    standings, metadata, _ = _snapshot(database_url, board_id)
+    assert standings == [] and metadata == []  # nothing from before the delete came back
+
+    after = ListSink()
+    ScoreService(index, after, clock).submit(
+        board_id, {"player_id": "gone", "score": 2}, SERVER, None
+    )
+    store.write(after.events)  # a submission after the delete counts again
+    standings, _, _ = _snapshot(database_url, board_id)
+    assert {(row[0], row[2], row[3]) for row in standings} == {
+        ("all-time", "gone", 2.0),
+        ("2026-W47", "gone", 2.0),
+    }

@@ -11,6 +11,7 @@ from leaderboard.domain.errors import NotFound
 from leaderboard.domain.validation import require_board_id, require_player_id
 from leaderboard.stores.postgres import BoardRepository, Database
 from leaderboard.stores.redis_index import RedisIndex
+from leaderboard.stores.standings import StandingsStore
 
 
 class BoardAdminService:
@@ -42,7 +43,10 @@ class BoardAdminService:
         player_id = require_player_id(player_id)
         if self.boards.get(board_id) is None:
             raise NotFound(f"board {board_id!r} does not exist", board_id=board_id)
-        self.index.delete_player(board_id, player_id)
+        # The serving index first: its deletion version becomes the tombstone in the record,
+        # so no event from before the deletion (still queued, or redelivered) brings it back.
+        _, version = self.index.delete_player(board_id, player_id)
+        StandingsStore(self.db).delete_player(board_id, player_id, version)
 
     def publish_all(self) -> int:
         """Publish every board's rules to the index (after a restart or a lost cache)."""

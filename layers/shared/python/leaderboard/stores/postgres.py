@@ -71,11 +71,12 @@ def migration_files() -> list[tuple[str, str]]:
     return [(name, folder.joinpath(name).read_text()) for name in files]
 
 
-def apply_migrations(url: str) -> list[str]:
+def apply_migrations(url: str, *, upto: str | None = None) -> list[str]:
     """Apply pending migrations in order, each in its own transaction; returns those applied.
 
     Safe to run concurrently (advisory lock) and repeatedly (recorded with a checksum; an edited
-    migration that was already applied is an error, not silently skipped).
+    migration that was already applied is an error, not silently skipped). `upto` stops after
+    the named migration (to reproduce an older schema).
     """
     applied: list[str] = []
     with psycopg.connect(url, autocommit=True) as conn:
@@ -89,6 +90,8 @@ def apply_migrations(url: str) -> list[str]:
             rows = conn.execute("SELECT name, checksum FROM schema_migrations").fetchall()
             done: dict[str, str] = dict(rows)
             for name, sql in migration_files():
+                if upto is not None and name > upto:
+                    break
                 checksum = hashlib.sha256(sql.encode()).hexdigest()
                 if name in done:
                     if done[name] != checksum:

@@ -1,0 +1,70 @@
+"""Migrations are versioned, idempotent, and upgrade a database of the previous version."""
+
+from __future__ import annotations
+
+import uuid
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+
+from leaderboard.stores import postgres
+from leaderboard.stores.postgres import apply_migrations, migration_files
+
+
+@pytest.fixture
+def empty_database(database_url):
+    name = f"mig_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    parts = urlsplit(database_url)
+    yield urlunsplit(parts._replace(path=f"/{name}"))
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+def _tables(url):
+    with psycopg.connect(url) as conn:
+        return {
+            r[0]
+            for r in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+            ).fetchall()
+        }
+
+
+def test_from_an_empty_database_and_again(empty_database):
+    names = [name for name, _ in migration_files()]
+    assert names == sorted(names) and names[0].startswith("0001_")
+    assert apply_migrations(empty_database) == names
+    assert {
+        "boards",
+        "score_events",
+        "standings",
+        "player_metadata",
+        "player_tombstones",
+        "schema_migrations",
+    } <= _tables(empty_database)
+    assert apply_migrations(empty_database) == []  # idempotent
+
+
+def test_from_the_previous_version_keeps_the_data(empty_database):
+    names = [name for name, _ in migration_files()]
+    assert apply_migrations(empty_database, upto=names[-2]) == names[:-1]
+    with psycopg.connect(empty_database) as conn:
+        conn.execute(
+            "INSERT INTO boards (board_id, config, version) VALUES (%s, %s, 3)",
+            ("kept", '{"board_id": "kept"}'),
+        )
+    assert apply_migrations(empty_database) == names[-1:]
+    with psycopg.connect(empty_database) as conn:
+        kept = conn.execute("SELECT version FROM boards WHERE board_id = 'kept'").fetchone()
+    assert kept == (3,)
+
+
+def test_an_edited_migration_is_refused(empty_database, monkeypatch):
+    apply_migrations(empty_database)
+    edited = [(name, sql + "\n-- edited") for name, sql in migration_files()]
+    monkeypatch.setattr(postgres, "migration_files", lambda: edited)
+    with pytest.raises(RuntimeError, match="changed after it was applied"):
+        apply_migrations(empty_database)
