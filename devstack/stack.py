@@ -19,6 +19,7 @@ from devstack import tokens
 from devstack.gateway import Gateway, LocalApi
 from devstack.queue_consumer import QueueConsumer
 from devstack.runtime import FunctionPool
+from devstack.scheduler import Scheduler
 from devstack.servers import EmbeddedPostgres, EmbeddedValkey, InProcessSQS, postgres_data_dir
 from devstack.template import ROOT, Template, load
 
@@ -55,6 +56,7 @@ class LocalStack:
         self.gateway: Gateway | None = None
         self._resources = ExitStack()
         self.consumers: list[QueueConsumer] = []
+        self.scheduler = Scheduler()
         self._thread: threading.Thread | None = None
 
     @property
@@ -74,6 +76,7 @@ class LocalStack:
             self._start_stores(data)
             self._start_functions()
             self._start_consumers()
+            self._start_schedules()
             api = LocalApi(self.template, self.invoke, tokens.local_secret(data))
             self.gateway = Gateway((self.config.host, self.config.port), api)
             self._thread = threading.Thread(
@@ -188,10 +191,29 @@ class LocalStack:
                     "%s consumes the score queue (batches of up to %s)", name, consumer.batch_size
                 )
 
+    def _start_schedules(self) -> None:
+        """EventBridge schedules of the template; LOCAL_SCHEDULE_SCALE < 1 runs them sooner."""
+        scale = float(os.environ.get("LOCAL_SCHEDULE_SCALE", "1"))
+        for name, spec in self.template.functions.items():
+            for event in spec.events.values():
+                if event.get("Type") not in ("ScheduleV2", "Schedule"):
+                    continue
+                props = event["Properties"]
+                payload = json.loads(props["Input"]) if props.get("Input") else {}
+                if self.scheduler.add(
+                    name,
+                    props["ScheduleExpression"],
+                    payload,
+                    functools.partial(self.invoke, name),
+                    scale=scale,
+                ):
+                    log.info("%s scheduled: %s", name, props["ScheduleExpression"])
+
     def invoke(self, function: str, event: dict[str, Any]) -> Any:
         return self.pools[function].invoke(event)
 
     def stop(self) -> None:
+        self.scheduler.stop()
         for consumer in self.consumers:
             consumer.stop()
         self.consumers.clear()

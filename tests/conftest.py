@@ -202,3 +202,26 @@ def session_index(redis_url: str) -> Iterator[RedisIndex]:
     client = connect(redis_url)
     yield RedisIndex(client)
     client.close()
+
+
+def drain_queue(sqs: InProcessSQS, queue_url: str, invoke: Any) -> int:
+    """Deliver everything in the queue to the persister the way the event source would."""
+    from devstack.queue_consumer import sqs_record
+
+    client = sqs.client()
+    arn = client.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    delivered = 0
+    while True:
+        messages = client.receive_message(
+            QueueUrl=queue_url, MaxNumberOfMessages=10, AttributeNames=["All"]
+        ).get("Messages", [])
+        if not messages:
+            return delivered
+        response = invoke({"Records": [sqs_record(m, arn, "us-east-1") for m in messages]})
+        failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
+        for message in messages:
+            if message["MessageId"] not in failed:
+                client.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+                delivered += 1

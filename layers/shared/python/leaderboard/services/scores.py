@@ -47,7 +47,7 @@ class ScoreService:
             periods=current_periods(now),
             idempotency=(caller.subject, key) if key else None,
         )
-        event = _event(board_id, submission, result)
+        event = build_event(board_id, submission, result)
         # A replay sends the event again: the first send may be what failed, and the
         # persister ignores an event id it has already stored.
         self.sink.send(event)
@@ -56,7 +56,8 @@ class ScoreService:
         )
 
 
-def _event(board_id: str, submission: Submission, result: SubmitResult) -> ScoreEvent:
+def build_event(board_id: str, submission: Submission, result: SubmitResult) -> ScoreEvent:
+    """The queue event of an applied submission (also rebuilt from the outbox)."""
     return ScoreEvent(
         event_id=result.event_id,
         board_id=board_id,

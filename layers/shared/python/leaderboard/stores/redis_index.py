@@ -346,6 +346,28 @@ class RedisIndex:
             entries=entries,
         )
 
+    @guarded
+    def outbox_entries(
+        self, board_id: str, *, older_than_ms: int, count: int
+    ) -> list[tuple[str, SubmitResult, dict[str, str]]]:
+        """Outbox entries written before `older_than_ms` (Redis clock): (id, result, request)."""
+        key = BoardKeys(board_id).outbox
+        rows = self.client.xrange(key, "-", str(older_than_ms), count=count)
+        return [
+            (entry_id, _parse_record(fields["r"], replayed=False), fields)
+            for entry_id, fields in rows
+        ]
+
+    @guarded
+    def outbox_ack(self, board_id: str, entry_ids: list[str]) -> None:
+        if entry_ids:
+            self.client.xdel(BoardKeys(board_id).outbox, *entry_ids)
+
+    @guarded
+    def server_time_ms(self) -> int:
+        seconds, micros = self.client.time()
+        return int(seconds) * 1000 + int(micros) // 1000
+
     def ping(self) -> bool:
         return bool(self.client.ping())
 

@@ -128,6 +128,17 @@ class StandingsStore:
         assert row is not None
         return int(row[0])
 
+    def stored_event_ids(self, event_ids: Sequence[str]) -> set[str]:
+        """Which of these events the record already holds."""
+        if not event_ids:
+            return set()
+        with self.db.transaction() as conn:
+            rows = conn.execute(
+                "SELECT event_id::text FROM score_events WHERE event_id = ANY(%s::uuid[])",
+                (list(event_ids),),
+            ).fetchall()
+        return {row[0] for row in rows}
+
     def delete_player(self, board_id: str, player_id: str, version: int) -> None:
         """Remove a player at `version`; the tombstone keeps late events from reviving it."""
         with self.db.transaction() as conn:

@@ -1,0 +1,67 @@
+"""A local stand-in for EventBridge Scheduler: the template's ScheduleV2/Schedule events.
+
+`rate(...)` expressions run on their interval; the first run comes one interval after start,
+as in AWS. Each run gets the schedule's Input (an empty object by default).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+from collections.abc import Callable
+from typing import Any
+
+log = logging.getLogger("devstack.scheduler")
+_RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)")
+_SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
+
+
+def interval_seconds(expression: str) -> float | None:
+    """Seconds between runs of a rate() expression; None for what this stand-in can't run."""
+    found = _RATE.fullmatch(expression.strip())
+    if not found:
+        return None
+    return int(found[1]) * _SECONDS[found[2].rstrip("s")]
+
+
+class Scheduler:
+    def __init__(self) -> None:
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    def add(
+        self,
+        name: str,
+        expression: str,
+        payload: dict[str, Any],
+        invoke: Callable[[dict[str, Any]], Any],
+        *,
+        scale: float = 1.0,
+    ) -> bool:
+        interval = interval_seconds(expression)
+        if interval is None:
+            log.warning("%s: schedule %r is not run locally", name, expression)
+            return False
+        period = interval * scale
+
+        def loop() -> None:
+            while not self._stop.wait(period):
+                try:
+                    result = invoke(payload)
+                    log.info(
+                        "%s ran on schedule %s: %s", name, expression, json.dumps(result)[:200]
+                    )
+                except Exception as exc:  # a failed run is retried on the next tick
+                    log.warning("%s failed on schedule %s: %s", name, expression, exc)
+
+        thread = threading.Thread(target=loop, name=f"schedule-{name}", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+        return True
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(5)
