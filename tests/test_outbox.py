@@ -55,9 +55,7 @@ def test_failed_send_is_503_and_the_retry_counts_once(
         region_name="us-east-1",
         aws_access_key_id="x",
         aws_secret_access_key="x",
-        config=__import__("botocore.config").config.Config(
-            connect_timeout=0.2, retries={"max_attempts": 1}
-        ),
+        config=Config(connect_timeout=0.2, retries={"max_attempts": 1}),
     )
     body = {"player_id": "p", "score": 10}
     key = {"Idempotency-Key": "send-fails-once"}
