@@ -100,6 +100,7 @@ class ModelBoard:
         self.seq += 1
         applied = False
         standings = []
+        victims: list[str] = []
         for pid, reg, old, new in plan:
             rows = self.keys.setdefault((pid, reg), {})
             present = True
@@ -113,14 +114,16 @@ class ModelBoard:
                         del rows[victim.player]
                         if victim.player == player:
                             present = False
-                        if not self.present_anywhere(victim.player):
-                            self.meta.pop(victim.player, None)
+                        victims.append(victim.player)
             rank = None
             if present:
                 ordered = self.ordered(pid, reg)
                 index = next(i for i, r in enumerate(ordered) if r.player == player)
                 rank = self.rank_of(ordered, index)
             standings.append((pid, reg, new, rank))
+        for victim_id in victims:  # decided after every key: a player may leave one, enter another
+            if not self.present_anywhere(victim_id):
+                self.meta.pop(victim_id, None)
         if metadata is not None and self.present_anywhere(player):
             self.meta[player] = metadata
         return applied, standings

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import random
 import re
 import signal
 import subprocess
@@ -13,11 +14,13 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import boto3
 import psutil
+import psycopg
 import pytest
+import redis
 
 from devstack.servers import free_port
 
@@ -107,6 +110,83 @@ class Stack:
         ]
         assert not left, f"processes left behind: {left}"
         return time.monotonic() - started
+
+
+def wait_for_events(database_url: str, board_id: str, count: int, timeout: float = 30):
+    """The persister drains the queue on its own; wait until the board's events are stored."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with psycopg.connect(database_url) as conn:
+            rows = conn.execute(
+                "SELECT player_id, payload FROM score_events WHERE board_id = %s", (board_id,)
+            ).fetchall()
+        if len(rows) >= count or time.monotonic() > deadline:
+            assert len(rows) == count, f"{len(rows)} of {count} events reached PostgreSQL"
+            return rows
+        time.sleep(0.2)
+
+
+def concurrent_workload_reaches_postgres(stack, server: str, admin: str, state: dict) -> None:
+    """A random concurrent workload over HTTP; once the queue drains, PostgreSQL's standings
+    equal Redis's everywhere (every period, region, player, score and order)."""
+    board = "storm"
+    assert (
+        stack.request(
+            "PUT",
+            f"/boards/{board}",
+            {
+                "regions": ["EU", "NA"],
+                "ties": "first",
+                "max_entries": 25,
+                "periods": ["all-time", "daily", "weekly", "monthly"],
+            },
+            token=admin,
+        )[0]
+        == 201
+    )
+
+    def player(n: int) -> int:
+        rng = random.Random(n)
+        for i in range(40):
+            body = {
+                "player_id": f"u{rng.randrange(60)}",
+                "score": rng.randrange(-5, 50),
+                "region": rng.choice(["EU", "NA", None]),
+                "metadata": {"name": f"n{n}-{i}"},
+            }
+            status, _, reply = stack.request("POST", f"/boards/{board}/scores", body, token=server)
+            assert status == 200, reply
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(player, range(8)))
+    wait_for_events(state["DATABASE_URL"], board, 8 * 40, timeout=60)
+
+    client = redis.Redis.from_url(state["REDIS_URL"], decode_responses=True)
+    prefix = f"lb:{{{board}}}:"
+    suffixes = client.smembers(prefix + "keys")
+    assert len(suffixes) == 12
+    with psycopg.connect(state["DATABASE_URL"]) as conn:
+        for suffix in suffixes:
+            period, _, region = suffix.partition(":")
+            in_postgres = conn.execute(
+                "SELECT player_id, score FROM standings WHERE board_id = %s AND period = %s"
+                " AND region = %s AND present ORDER BY score DESC, reached_version",
+                (board, period, region),
+            ).fetchall()
+            in_redis = [
+                (m.split("|", 1)[1], s)
+                for m, s in client.zrevrange(prefix + "z:" + suffix, 0, -1, withscores=True)
+            ]
+            assert in_postgres == in_redis, suffix
+        metadata = dict(
+            conn.execute(
+                "SELECT player_id, metadata FROM player_metadata WHERE board_id = %s"
+                " AND metadata IS NOT NULL",
+                (board,),
+            ).fetchall()
+        )
+    assert metadata == {p: json.loads(m) for p, m in client.hgetall(prefix + "meta").items()}
+    client.close()
 
 
 # The sample events, in an order that makes each one meaningful, and what each must answer.
@@ -207,23 +287,10 @@ def test_make_run_serves_the_api_and_stops_cleanly(data_dir):
         status, headers, body = stack.request("GET", "/")
         assert status == 200 and "text/html" in headers["content-type"]
 
-        # Every submission reached the score queue as an event (the replay re-sends its own).
+        # Every submission reached PostgreSQL through the queue and the local persister.
         state = json.loads((data_dir / "stack.json").read_text())["env"]
-        sqs = boto3.client(
-            "sqs",
-            endpoint_url=state["SQS_ENDPOINT_URL"],
-            region_name="us-east-1",
-            aws_access_key_id="testing",
-            aws_secret_access_key="testing",
-        )
-        events = []
-        for _ in range(10):
-            got = sqs.receive_message(
-                QueueUrl=state["SCORE_QUEUE_URL"], MaxNumberOfMessages=10, WaitTimeSeconds=0
-            )
-            events += [json.loads(m["Body"]) for m in got.get("Messages", [])]
-        assert len(events) == 5 and len({e["event_id"] for e in events}) == 4
-        first = next(e for e in events if e["player_id"] == "p-1")
+        rows = wait_for_events(state["DATABASE_URL"], "arena", 4)
+        first = next(payload for player, payload in rows if player == "p-1")
         assert first["operation"] == "increment" and first["submitted_score"] == 10
         assert first["metadata"] == {"name": "P-1"} and first["version"] >= 1
         assert {(s["period"] == "all-time", s["region"]) for s in first["scores"]} == {
@@ -232,6 +299,8 @@ def test_make_run_serves_the_api_and_stops_cleanly(data_dir):
             (True, "EU"),
             (False, "EU"),
         }
+
+        concurrent_workload_reaches_postgres(stack, server, admin, state)
         invoke_every_sample_event(stack)
     finally:
         seconds = stack.stop()

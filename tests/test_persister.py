@@ -230,3 +230,19 @@ def test_admin_delete_reaches_postgres_and_late_events_do_not_revive(
         ("all-time", "gone", 2.0),
         ("2026-W47", "gone", 2.0),
     }
+
+
+def test_database_down_fails_the_whole_batch(api, index, board_id, clock, monkeypatch):
+    import sys
+
+    module = sys.modules["lambda_PersisterFunction_app"]
+    monkeypatch.setattr(
+        module,
+        "store",
+        StandingsStore(Database("postgresql://postgres@127.0.0.1:9/none", connect_timeout=1)),
+    )
+    event = _sqs_event([e.to_message() for e in _workload(index, board_id, clock, n=4)])
+    response = api.api.invoke("PersisterFunction", event)
+    assert sorted(f["itemIdentifier"] for f in response["batchItemFailures"]) == sorted(
+        r["messageId"] for r in event["Records"]
+    )

@@ -1,4 +1,8 @@
-"""Read API: boards, entries, a player's rank, windows. Redis only: no boto3, no psycopg."""
+"""Read API: boards, entries, a player's rank, windows, in one Redis round trip.
+
+No boto3 and no psycopg at cold start: the PostgreSQL read model is imported only when Redis
+cannot answer (degraded mode) or a board's serving data is missing.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +12,25 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from leaderboard.api.http import create_app, query
 from leaderboard.api.observability import logger, metrics, tracer
-from leaderboard.services.reads import ReadService
-from leaderboard.settings import RedisSettings
+from leaderboard.services.reads import ReadModel, ReadService
+from leaderboard.settings import DatabaseSettings, RedisSettings
 from leaderboard.stores.redis_client import connect
 from leaderboard.stores.redis_index import RedisIndex
 
 settings = RedisSettings.from_env()
-reads = ReadService(RedisIndex(connect(settings.url, cluster=settings.cluster)))
+database = DatabaseSettings.from_env()  # validated now, connected only if ever needed
+
+
+def postgres_reads() -> ReadModel:
+    from leaderboard.stores.postgres import Database
+    from leaderboard.stores.standings_reads import PostgresReadModel
+
+    return PostgresReadModel(Database(database.url))
+
+
+reads = ReadService(
+    RedisIndex(connect(settings.url, cluster=settings.cluster)), fallback=postgres_reads
+)
 app = create_app()
 
 

@@ -46,6 +46,10 @@ class NotFound(DomainError):
     code = "not_found"
 
 
+class BoardMissing(NotFound):
+    """The serving index has no such board: unknown, or its data was lost (the record knows)."""
+
+
 class Conflict(DomainError):
     status = 409
     code = "conflict"

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from leaderboard.domain.clock import Clock, system_clock
-from leaderboard.domain.errors import BadRequest, NotFound
+from leaderboard.domain.errors import BadRequest, BoardMissing, NotFound, Unavailable
 from leaderboard.domain.periods import ALL_TIME, Period, resolve_period
 from leaderboard.domain.validation import (
     query_int,
@@ -30,10 +31,71 @@ def _only(query: Query, allowed: set[str]) -> None:
         raise BadRequest(f"unknown query parameter(s): {', '.join(unknown)}", fields=unknown)
 
 
+class ReadModel(Protocol):
+    """What serves reads when the index cannot: PostgreSQL in degraded mode."""
+
+    def window(
+        self,
+        board_id: str,
+        period: Period,
+        region: str | None,
+        *,
+        op: str,
+        size: int,
+        offset_or_rank: int = 0,
+        player_id: str = "",
+    ) -> Window: ...
+
+    def list_boards(self) -> list[dict[str, Any]]: ...
+
+    def get_board(self, board_id: str) -> dict[str, Any] | None: ...
+
+
 class ReadService:
-    def __init__(self, index: RedisIndex, clock: Clock = system_clock) -> None:
+    """Reads from the serving index; from the system of record while the index can't answer.
+
+    `fallback` builds the PostgreSQL read model on first need, so a healthy read function
+    never imports the database driver. After the index fails, reads go straight to the
+    fallback for `bypass_seconds` instead of waiting on a dead server each time.
+    """
+
+    def __init__(
+        self,
+        index: RedisIndex,
+        clock: Clock = system_clock,
+        fallback: Callable[[], ReadModel] | None = None,
+        bypass_seconds: float = 5.0,
+    ) -> None:
         self.index = index
         self.clock = clock
+        self._fallback_factory = fallback
+        self._fallback: ReadModel | None = None
+        self._bypass_until = 0.0
+        self.bypass_seconds = bypass_seconds
+
+    def _degraded_model(self) -> ReadModel:
+        if self._fallback is None:
+            assert self._fallback_factory is not None
+            self._fallback = self._fallback_factory()
+        return self._fallback
+
+    def _window(
+        self, board_id: str, period: Period, region: str | None, **kwargs: Any
+    ) -> tuple[Window, bool]:
+        """(window, degraded): the index first, the record if the index cannot answer."""
+        if self._fallback_factory is not None and time.monotonic() < self._bypass_until:
+            return self._degraded_model().window(board_id, period, region, **kwargs), True
+        try:
+            return self.index.window(board_id, period, region, **kwargs), False
+        except Unavailable:
+            if self._fallback_factory is None:
+                raise
+            self._bypass_until = time.monotonic() + self.bypass_seconds
+        except BoardMissing:
+            # Unknown board, or one whose serving data was lost: the record decides.
+            if self._fallback_factory is None:
+                raise
+        return self._degraded_model().window(board_id, period, region, **kwargs), True
 
     def _scope(self, board_id: str, query: Query) -> tuple[str, Period, str | None]:
         board_id = require_board_id(board_id)
@@ -47,10 +109,19 @@ class ReadService:
         if window.total == 0 and period.kind != ALL_TIME and not period.is_open_at(self.clock()):
             raise NotFound(f"no data for period {period.id}", period=period.id)
 
+    @staticmethod
     def _envelope(
-        self, board_id: str, period: Period, region: str | None, window: Window
+        board_id: str, period: Period, region: str | None, window: Window, degraded: bool
     ) -> dict[str, Any]:
-        return {"board_id": board_id, "period": period.id, "region": region, "total": window.total}
+        body: dict[str, Any] = {
+            "board_id": board_id,
+            "period": period.id,
+            "region": region,
+            "total": window.total,
+        }
+        if degraded:
+            body["degraded"] = True  # served from the system of record during an outage
+        return body
 
     def entries(self, board_id: str, query: Query) -> dict[str, Any]:
         _only(query, _ENTRIES_PARAMS)
@@ -62,18 +133,18 @@ class ReadService:
             rank = query_int(
                 query.get("around_rank"), "around_rank", default=1, minimum=1, maximum=MAX_OFFSET
             )
-            window = self.index.window(
+            window, degraded = self._window(
                 board_id, period, region, op="around_rank", size=limit, offset_or_rank=rank
             )
         else:
             offset = query_int(
                 query.get("offset"), "offset", default=0, minimum=0, maximum=MAX_OFFSET
             )
-            window = self.index.window(
+            window, degraded = self._window(
                 board_id, period, region, op="page", size=limit, offset_or_rank=offset
             )
         self._require_data(period, window)
-        return self._envelope(board_id, period, region, window) | {
+        return self._envelope(board_id, period, region, window, degraded) | {
             "entries": [e.to_json() for e in window.entries]
         }
 
@@ -81,11 +152,11 @@ class ReadService:
         _only(query, _PLAYER_PARAMS)
         board_id, period, region = self._scope(board_id, query)
         player_id = require_player_id(player_id)
-        window = self.index.window(
+        window, degraded = self._window(
             board_id, period, region, op="player", size=1, player_id=player_id
         )
         entry = window.entries[0]
-        return self._envelope(board_id, period, region, window) | {
+        return self._envelope(board_id, period, region, window, degraded) | {
             "player_id": entry.player_id,
             "rank": entry.rank,
             "score": entry.score,
@@ -98,22 +169,34 @@ class ReadService:
         board_id, period, region = self._scope(board_id, query)
         player_id = require_player_id(player_id)
         count = query_int(query.get("count"), "count", default=10, minimum=1, maximum=MAX_WINDOW)
-        window = self.index.window(
+        window, degraded = self._window(
             board_id, period, region, op="around", size=count, player_id=player_id
         )
         assert window.player_position is not None
         me = window.entries[window.player_position - window.start]
-        return self._envelope(board_id, period, region, window) | {
+        return self._envelope(board_id, period, region, window, degraded) | {
             "player": me.to_json(),
             "entries": [e.to_json() for e in window.entries],
         }
 
     def list_boards(self) -> dict[str, Any]:
-        return {"boards": self.index.list_boards()}
+        try:
+            return {"boards": self.index.list_boards()}
+        except Unavailable:
+            if self._fallback_factory is None:
+                raise
+        return {"boards": self._degraded_model().list_boards(), "degraded": True}
 
     def get_board(self, board_id: str) -> dict[str, Any]:
         board_id = require_board_id(board_id)
-        board = self.index.get_board(board_id)
+        try:
+            board = self.index.get_board(board_id)
+        except Unavailable:
+            if self._fallback_factory is None:
+                raise
+            board = None
+        if board is None and self._fallback_factory is not None:
+            board = self._degraded_model().get_board(board_id)
         if board is None:
             raise NotFound(f"board {board_id!r} does not exist", board_id=board_id)
         return board

@@ -30,6 +30,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from leaderboard.domain.boards import BoardConfig
 from leaderboard.domain.errors import (
+    BoardMissing,
     Conflict,
     NotFound,
     RateLimited,
@@ -409,7 +410,7 @@ def _read_error(
     board_id: str, period: Period, region: str | None, player_id: str, code: str
 ) -> Exception:
     if code == "no_board":
-        return NotFound(f"board {board_id!r} does not exist", board_id=board_id)
+        return BoardMissing(f"board {board_id!r} does not exist", board_id=board_id)
     if code == "no_period":
         return NotFound(f"board {board_id!r} does not keep {period.kind} periods", period=period.id)
     if code == "unknown_region":

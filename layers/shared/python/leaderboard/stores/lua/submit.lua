@@ -135,13 +135,8 @@ for _, p in ipairs(plan) do
             redis.call('HDEL', p.mkey, vp)
           end
           if vp == player then present = false end
-          local gone = '0'
-          if redis.call('HINCRBY', KEYS[5], vp, -1) <= 0 then
-            redis.call('HDEL', KEYS[5], vp)
-            redis.call('HDEL', KEYS[4], vp)
-            gone = '1'
-          end
-          evicted[#evicted + 1] = '-\t' .. p.period .. '\t' .. p.region .. '\t' .. vp .. '\t' .. gone
+          if redis.call('HINCRBY', KEYS[5], vp, -1) <= 0 then redis.call('HDEL', KEYS[5], vp) end
+          evicted[#evicted + 1] = {p.period, p.region, vp}
         end
       end
     end
@@ -163,7 +158,16 @@ for _, p in ipairs(plan) do
   lines[#lines + 1] = p.period .. '\t' .. p.region .. '\t' .. fmt(p.new) .. '\t' .. rank
     .. '\t' .. (changed and '1' or '0')
 end
-for _, line in ipairs(evicted) do lines[#lines + 1] = line end
+-- Whether an evicted player is gone (on no sorted set of the board) is decided only now: the
+-- submitting player may leave one set and enter another in this same script.
+for _, e in ipairs(evicted) do
+  local gone = '0'
+  if redis.call('HEXISTS', KEYS[5], e[3]) == 0 then
+    redis.call('HDEL', KEYS[4], e[3])
+    gone = '1'
+  end
+  lines[#lines + 1] = '-\t' .. e[1] .. '\t' .. e[2] .. '\t' .. e[3] .. '\t' .. gone
+end
 
 if meta ~= '' and (tonumber(redis.call('HGET', KEYS[5], player)) or 0) > 0 then
   redis.call('HSET', KEYS[4], player, meta)

@@ -1,0 +1,125 @@
+"""Reads served from PostgreSQL when the serving index cannot answer (degraded mode).
+
+The same rules as the read script: competition ranks for ties=shared, arrival order for
+ties=first, ties listed by player id in the direction of the sort. It scans the period's
+rows, which is fine for an outage and never the normal path.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from leaderboard.domain.boards import BoardConfig
+from leaderboard.domain.errors import NotFound
+from leaderboard.domain.periods import Period
+from leaderboard.domain.validation import format_score
+from leaderboard.stores.postgres import BoardRepository, Database
+from leaderboard.stores.redis_index import Entry, Window
+
+_ORDER = {  # (sort, ties) -> the board's total order; fixed strings, never user input
+    ("desc", "shared"): "s.score DESC, s.player_id DESC",
+    ("asc", "shared"): "s.score ASC, s.player_id ASC",
+    ("desc", "first"): "s.score DESC, s.reached_version ASC, s.player_id ASC",
+    ("asc", "first"): "s.score ASC, s.reached_version ASC, s.player_id ASC",
+}
+
+
+class PostgresReadModel:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.boards = BoardRepository(db)
+
+    def board(self, board_id: str) -> BoardConfig:
+        board = self.boards.get(board_id)
+        if board is None:
+            raise NotFound(f"board {board_id!r} does not exist", board_id=board_id)
+        return board
+
+    def list_boards(self) -> list[dict[str, Any]]:
+        return [board.to_public() for board in self.boards.all()]
+
+    def get_board(self, board_id: str) -> dict[str, Any] | None:
+        board = self.boards.get(board_id)
+        return None if board is None else board.to_public()
+
+    def window(
+        self,
+        board_id: str,
+        period: Period,
+        region: str | None,
+        *,
+        op: str,
+        size: int,
+        offset_or_rank: int = 0,
+        player_id: str = "",
+    ) -> Window:
+        board = self.board(board_id)
+        if period.kind not in board.periods:
+            raise NotFound(
+                f"board {board_id!r} does not keep {period.kind} periods", period=period.id
+            )
+        if region is not None and region not in (board.regions or ()):
+            raise NotFound(f"region {region!r} is not one of the board's regions", region=region)
+        order = _ORDER[(board.sort, board.ties)]
+        rank = "ROW_NUMBER()" if board.ties == "first" else "RANK()"
+        score_order = "s.score DESC" if board.sort == "desc" else "s.score ASC"
+        ranked = (
+            f"SELECT s.player_id, s.score, m.metadata,"  # noqa: S608 - fixed fragments only
+            f" {rank} OVER (ORDER BY {score_order if rank == 'RANK()' else order}) AS rank,"
+            f" ROW_NUMBER() OVER (ORDER BY {order}) - 1 AS position"
+            " FROM standings s LEFT JOIN player_metadata m"
+            " ON m.board_id = s.board_id AND m.player_id = s.player_id"
+            " WHERE s.board_id = %(b)s AND s.period = %(p)s AND s.region = %(r)s AND s.present"
+        )
+        params: dict[str, Any] = {"b": board_id, "p": period.id, "r": region or ""}
+        with self.db.transaction() as conn:
+            total = conn.execute(
+                "SELECT count(*) FROM standings WHERE board_id = %(b)s AND period = %(p)s"
+                " AND region = %(r)s AND present",
+                params,
+            ).fetchone()
+            count = int(total[0]) if total else 0
+            position = None
+            if op in ("player", "around"):
+                row = conn.execute(
+                    f"SELECT position FROM ({ranked}) w"  # noqa: S608
+                    " WHERE player_id = %(player)s",
+                    params | {"player": player_id},
+                ).fetchone()
+                if row is None:
+                    raise NotFound(
+                        f"player {player_id!r} has no entry in {period.id}", player_id=player_id
+                    )
+                position = int(row[0])
+            start = _start(op, size, offset_or_rank, position, count)
+            if op == "player":
+                size = 1
+            rows = conn.execute(
+                f"SELECT player_id, score, metadata, rank FROM ({ranked}) w"  # noqa: S608
+                " WHERE position >= %(start)s AND position < %(end)s ORDER BY position",
+                params | {"start": start, "end": start + size},
+            ).fetchall()
+        entries = tuple(
+            Entry(
+                rank=int(r[3]),
+                player_id=r[0],
+                score=format_score(float(r[1])),
+                metadata=r[2] if isinstance(r[2], dict) else (json.loads(r[2]) if r[2] else None),
+            )
+            for r in rows
+        )
+        return Window(total=count, start=start, player_position=position, entries=entries)
+
+
+def _start(op: str, size: int, offset_or_rank: int, position: int | None, total: int) -> int:
+    """The first position of the window, centred and clamped exactly as the read script."""
+    if op == "page":
+        return offset_or_rank
+    if op == "player":
+        assert position is not None
+        return position
+    centre = offset_or_rank - 1 if op == "around_rank" else position
+    assert centre is not None
+    start = min(centre - (size - 1) // 2, total - size)
+    return max(start, 0)
