@@ -136,7 +136,7 @@ class LocalStack:
         self._publish_boards()
 
     def _publish_boards(self) -> None:
-        """The index may have restarted empty: publish every board's rules from PostgreSQL."""
+        """The index may have restarted empty: rebuild what it lost from PostgreSQL."""
         from leaderboard.services.boards import BoardAdminService
         from leaderboard.stores.postgres import Database
         from leaderboard.stores.redis_client import connect
@@ -145,8 +145,11 @@ class LocalStack:
         db = Database(self.env["DATABASE_URL"])
         client = connect(self.env["REDIS_URL"], cluster=self.env["REDIS_CLUSTER"] == "true")
         try:
-            count = BoardAdminService(db, RedisIndex(client)).publish_all()
-            log.info("published %d board(s) to the serving index", count)
+            lost = BoardAdminService(db, RedisIndex(client)).recover_lost()
+            if lost:
+                log.info(
+                    "rebuilt %d board(s) the serving index had lost: %s", len(lost), ", ".join(lost)
+                )
         finally:
             db.close()
             client.close()

@@ -42,6 +42,11 @@ def delete_player(board_id: str, player_id: str) -> Response:
     return Response(status_code=204, body="")
 
 
+@app.post("/boards/<board_id>/rebuild")
+def rebuild(board_id: str) -> Response:
+    return json_response(200, boards.rebuild(board_id, caller(app)))
+
+
 @app.get("/health")
 def get_health() -> Response:
     report = health.check()

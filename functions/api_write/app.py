@@ -1,4 +1,8 @@
-"""Write API: score submissions. One Redis script, then one queue send."""
+"""Write API: score submissions. One Redis script, then one queue send.
+
+PostgreSQL is reached only when Redis has no such board, to tell a board whose serving data
+was lost (503 while it is restored) from an unknown one (404).
+"""
 
 from __future__ import annotations
 
@@ -10,19 +14,33 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from leaderboard.api.http import caller, create_app, header, json_body, json_response
 from leaderboard.api.observability import logger, metrics, tracer
 from leaderboard.services.scores import ScoreService
-from leaderboard.settings import QueueSettings, RedisSettings
+from leaderboard.settings import DatabaseSettings, QueueSettings, RedisSettings
 from leaderboard.stores.redis_client import connect
 from leaderboard.stores.redis_index import RedisIndex
 from leaderboard.stores.score_queue import SqsScoreQueue, make_sqs_client
 
 redis_settings = RedisSettings.from_env()
 queue_settings = QueueSettings.from_env()
+database = DatabaseSettings.from_env()
+_boards: Any = None
+
+
+def board_in_record(board_id: str) -> bool:
+    global _boards
+    if _boards is None:
+        from leaderboard.stores.postgres import BoardRepository, Database
+
+        _boards = BoardRepository(Database(database.url))
+    return _boards.get(board_id) is not None
+
+
 scores = ScoreService(
     RedisIndex(
         connect(redis_settings.url, cluster=redis_settings.cluster),
         idempotency_ttl_seconds=redis_settings.idempotency_ttl_seconds,
     ),
     SqsScoreQueue(make_sqs_client(queue_settings.endpoint_url), queue_settings.queue_url),
+    in_record=board_in_record,
 )
 app = create_app()
 

@@ -1,4 +1,5 @@
-"""Outbox relay (scheduled): sends events the write path could not, so none is lost."""
+"""Maintenance (scheduled every minute): rebuilds boards whose serving data was lost, once
+their in-flight events are stored, then relays outbox events the write path could not send."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from leaderboard.api.observability import logger, metrics, tracer
+from leaderboard.services.rebuild import Rebuilder
 from leaderboard.services.relay import OutboxRelay
 from leaderboard.settings import DatabaseSettings, QueueSettings, RedisSettings
 from leaderboard.stores.postgres import BoardRepository, Database
@@ -20,11 +22,10 @@ redis_settings = RedisSettings.from_env()
 queue_settings = QueueSettings.from_env()
 db = Database(DatabaseSettings.from_env().url)
 boards = BoardRepository(db)
-relay = OutboxRelay(
-    RedisIndex(connect(redis_settings.url, cluster=redis_settings.cluster)),
-    StandingsStore(db),
-    SqsScoreQueue(make_sqs_client(queue_settings.endpoint_url), queue_settings.queue_url),
-)
+index = RedisIndex(connect(redis_settings.url, cluster=redis_settings.cluster))
+queue = SqsScoreQueue(make_sqs_client(queue_settings.endpoint_url), queue_settings.queue_url)
+relay = OutboxRelay(index, StandingsStore(db), queue)
+rebuilder = Rebuilder(db, index)
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -34,7 +35,11 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     min_age = event.get("min_age_ms") if isinstance(event, dict) else None
     if isinstance(min_age, int) and min_age >= 0:
         relay.min_age_ms = min_age
+    rebuilt = rebuilder.recover(queue_in_flight=queue.in_flight(), now_ms=index.server_time_ms())
+    for done in rebuilt:
+        logger.info("board rebuilt from the record", extra=done.to_json())
+    metrics.add_metric(name="BoardsRebuilt", unit="Count", value=len(rebuilt))
     report = relay.run([board.board_id for board in boards.all()])
     metrics.add_metric(name="OutboxEventsRelayed", unit="Count", value=report.sent)
     logger.info("outbox relayed", extra=dataclasses.asdict(report))
-    return dataclasses.asdict(report)
+    return dataclasses.asdict(report) | {"rebuilt": [r.board_id for r in rebuilt]}

@@ -9,6 +9,7 @@ from leaderboard.domain.boards import parse_board_request
 from leaderboard.domain.clock import Clock, iso, system_clock
 from leaderboard.domain.errors import NotFound
 from leaderboard.domain.validation import require_board_id, require_player_id
+from leaderboard.services.rebuild import Rebuilder
 from leaderboard.stores.postgres import BoardRepository, Database
 from leaderboard.stores.redis_index import RedisIndex
 from leaderboard.stores.standings import StandingsStore
@@ -34,8 +35,18 @@ class BoardAdminService:
                 board_id, body, existing, has_entries=has_entries, now_iso=iso(self.clock())
             )
             self.boards.save(conn, board)
-        self.index.publish_board(board)
+        if existing is not None and not self.index.board_loaded(board_id):
+            # Its serving data is gone: publishing the rules alone would open an empty board
+            # to writes. Restore it from the record instead (the rebuild publishes last).
+            Rebuilder(self.db, self.index).rebuild(board_id)
+        else:
+            self.index.publish_board(board)
         return board.to_public(), existing is None
+
+    def rebuild(self, board_id: str, caller: Caller) -> dict[str, Any]:
+        """Reload a board's serving data from the record (after the cache lost data)."""
+        require_admin(caller)
+        return Rebuilder(self.db, self.index).rebuild(require_board_id(board_id)).to_json()
 
     def delete_player(self, board_id: str, player_id: str, caller: Caller) -> None:
         require_admin(caller)
@@ -48,9 +59,10 @@ class BoardAdminService:
         _, version = self.index.delete_player(board_id, player_id)
         StandingsStore(self.db).delete_player(board_id, player_id, version)
 
-    def publish_all(self) -> int:
-        """Publish every board's rules to the index (after a restart or a lost cache)."""
-        boards = self.boards.all()
-        for board in boards:
-            self.index.publish_board(board)
-        return len(boards)
+    def recover_lost(self) -> list[str]:
+        """Rebuild every board the index lost (after a restart on an empty cache)."""
+        rebuilder = Rebuilder(self.db, self.index)
+        lost = rebuilder.lost_boards()
+        for board_id in lost:
+            rebuilder.rebuild(board_id)
+        return lost

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
 from leaderboard.domain.auth import Caller
 from leaderboard.domain.clock import Clock, system_clock, to_ms
+from leaderboard.domain.errors import BoardMissing, Unavailable
 from leaderboard.domain.events import ScoreEvent
 from leaderboard.domain.periods import current_periods
 from leaderboard.domain.submissions import Submission, parse_submission
@@ -27,10 +30,20 @@ class SubmitResponse:
 
 
 class ScoreService:
-    def __init__(self, index: RedisIndex, sink: EventSink, clock: Clock = system_clock) -> None:
+    """Submissions. `in_record(board_id)` tells a lost board (503 while it is restored) from
+    an unknown one (404); it is consulted only when the index has no such board."""
+
+    def __init__(
+        self,
+        index: RedisIndex,
+        sink: EventSink,
+        clock: Clock = system_clock,
+        in_record: Callable[[str], bool] | None = None,
+    ) -> None:
         self.index = index
         self.sink = sink
         self.clock = clock
+        self.in_record = in_record
 
     def submit(
         self, board_id: str, body: dict[str, Any], caller: Caller, idempotency_key: str | None
@@ -39,20 +52,33 @@ class ScoreService:
         key = require_idempotency_key(idempotency_key)
         submission = parse_submission(body, caller)
         now = self.clock()
-        result = self.index.submit(
-            board_id,
-            submission,
-            event_id=str(uuid.uuid4()),
-            now_ms=to_ms(now),
-            periods=current_periods(now),
-            idempotency=(caller.subject, key) if key else None,
-        )
+        try:
+            result = self._apply(board_id, submission, now, key, caller)
+        except BoardMissing:
+            if self.in_record is not None and self.in_record(board_id):
+                raise Unavailable(
+                    f"board {board_id!r} is being restored from the system of record",
+                    retry_after=15,
+                ) from None
+            raise
         event = build_event(board_id, submission, result)
         # A replay sends the event again: the first send may be what failed, and the
         # persister ignores an event id it has already stored.
         self.sink.send(event)
         return SubmitResponse(
             body=_response(board_id, submission, result), replayed=result.replayed, event=event
+        )
+
+    def _apply(
+        self, board_id: str, submission: Submission, now: datetime, key: str | None, caller: Caller
+    ) -> SubmitResult:
+        return self.index.submit(
+            board_id,
+            submission,
+            event_id=str(uuid.uuid4()),
+            now_ms=to_ms(now),
+            periods=current_periods(now),
+            idempotency=(caller.subject, key) if key else None,
         )
 
 

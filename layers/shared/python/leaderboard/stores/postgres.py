@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
@@ -31,6 +32,9 @@ class Database:
         self.url = url
         self.connect_timeout = connect_timeout
         self._conn: psycopg.Connection[Any] | None = None
+        # One connection per execution environment; Lambda runs one request at a time, the
+        # lock keeps threaded callers (the local stack, tests) from interleaving transactions.
+        self._lock = threading.RLock()
 
     def connection(self) -> psycopg.Connection[Any]:
         if self._conn is None or self._conn.closed or self._conn.broken:
@@ -45,13 +49,14 @@ class Database:
     @contextmanager
     def transaction(self) -> Iterator[psycopg.Connection[Any]]:
         """A transaction; a broken connection is dropped so the next call reconnects."""
-        conn = self.connection()
-        try:
-            with conn.transaction():
-                yield conn
-        except psycopg.OperationalError as exc:
-            self.close()
-            raise Unavailable("the database is unavailable", retry_after=2) from exc
+        with self._lock:
+            conn = self.connection()
+            try:
+                with conn.transaction():
+                    yield conn
+            except psycopg.OperationalError as exc:
+                self.close()
+                raise Unavailable("the database is unavailable", retry_after=2) from exc
 
     def ping(self) -> bool:
         with self.transaction() as conn:

@@ -208,6 +208,7 @@ class RedisIndex:
         self._put_config = client.register_script(_script("put_config"))
         self._delete_player = client.register_script(_script("delete_player"))
         self._board_entries = client.register_script(_script("board_entries"))
+        self._hide_board = client.register_script(_script("hide_board"))
 
     # --- writes -------------------------------------------------------------------------
     @guarded
@@ -286,6 +287,67 @@ class RedisIndex:
             public = board.to_public() | {"version": board.version}
             self.client.hset(CATALOG_KEY, board.board_id, json.dumps(public))
         return bool(written)
+
+    @guarded
+    def board_loaded(self, board_id: str) -> bool:
+        """Whether the index serves this board (false: unknown, or its data was lost)."""
+        return bool(self.client.exists(BoardKeys(board_id).cfg))
+
+    @guarded
+    def lost_since_ms(self, board_id: str, now_ms: int) -> int:
+        """When this board was first seen lost (recorded on the first call)."""
+        key = BoardKeys(board_id).prefix + "lost"
+        previous = self.client.set(key, now_ms, nx=True, get=True, ex=86_400)
+        return int(previous) if previous is not None else now_ms
+
+    @guarded
+    def hide_board(self, board_id: str) -> int:
+        """Take a board out of service and clear its serving data (the start of a rebuild)."""
+        keys = BoardKeys(board_id)
+        return int(
+            self._hide_board(
+                keys=[keys.cfg, keys.registry, keys.meta, keys.refs, keys.seq], args=[keys.prefix]
+            )
+        )
+
+    @guarded
+    def load_entries(
+        self,
+        board: BoardConfig,
+        period_id: str,
+        region: str | None,
+        rows: list[tuple[str, float, int]],
+    ) -> None:
+        """Add (player, score, reached version) rows to one sorted set, in one round trip."""
+        keys = BoardKeys(board.board_id)
+        zkey, mkey = keys.zset(period_id, region), keys.members(period_id, region)
+        pipe = self.client.pipeline(transaction=False)
+        if board.ties == "first":
+            desc = board.sort == "desc"
+            members = {
+                player: f"{(999_999_999_999_999 - reached) if desc else reached:015d}|{player}"
+                for player, _, reached in rows
+            }
+            pipe.zadd(zkey, {members[p]: score for p, score, _ in rows})
+            pipe.hset(mkey, mapping=members)
+        else:
+            pipe.zadd(zkey, {player: score for player, score, _ in rows})
+        pipe.sadd(keys.registry, keys.suffix(period_id, region))
+        pipe.execute()
+
+    @guarded
+    def load_players(self, board_id: str, refs: dict[str, int], metadata: dict[str, str]) -> None:
+        keys = BoardKeys(board_id)
+        pipe = self.client.pipeline(transaction=False)
+        if refs:
+            pipe.hset(keys.refs, mapping=refs)
+        if metadata:
+            pipe.hset(keys.meta, mapping=metadata)
+        pipe.execute()
+
+    @guarded
+    def set_sequence(self, board_id: str, value: int) -> None:
+        self.client.set(BoardKeys(board_id).seq, value)
 
     @guarded
     def board_entry_count(self, board_id: str) -> int:
@@ -382,7 +444,7 @@ def _public_board(raw: str) -> dict[str, Any]:
 def _submit_error(board_id: str, submission: Submission, detail: list[str]) -> Exception:
     code = detail[0]
     if code == "no_board":
-        return NotFound(f"board {board_id!r} does not exist", board_id=board_id)
+        return BoardMissing(f"board {board_id!r} does not exist", board_id=board_id)
     if code == "idempotency_conflict":
         return Conflict("this Idempotency-Key was already used with a different request body")
     if code == "unknown_region":

@@ -32,6 +32,18 @@ class SqsScoreQueue:
                 "the score queue is unavailable; retry with the same Idempotency-Key", retry_after=1
             ) from exc
 
+    def in_flight(self) -> int:
+        """Messages waiting, being processed or delayed (approximate, as SQS reports it)."""
+        names = [
+            "ApproximateNumberOfMessages",
+            "ApproximateNumberOfMessagesNotVisible",
+            "ApproximateNumberOfMessagesDelayed",
+        ]
+        attributes = self.client.get_queue_attributes(
+            QueueUrl=self.queue_url, AttributeNames=names
+        )["Attributes"]
+        return sum(int(attributes.get(name, 0)) for name in names)
+
     def ping(self) -> bool:
         self.client.get_queue_attributes(QueueUrl=self.queue_url, AttributeNames=["QueueArn"])
         return True

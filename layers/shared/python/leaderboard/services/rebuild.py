@@ -1,0 +1,171 @@
+"""Rebuilding a board's serving data from PostgreSQL, the system of record.
+
+Used when a board's data vanished from Redis (flush, failover to an empty replica) and on an
+admin's request. The board is hidden first (writes refused, reads served from the record),
+the standings are streamed in chunks so memory stays bounded whatever the board's size, and
+the rules are published last, so no write ever lands on a half-loaded board. The version
+counter restarts above everything the record holds, by a wide margin, so an event from before
+the loss can never look newer than one written after the rebuild.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import psycopg
+
+from leaderboard.domain.boards import BoardConfig
+from leaderboard.domain.errors import NotFound
+from leaderboard.stores.postgres import BoardRepository, Database
+from leaderboard.stores.redis_index import RedisIndex
+
+log = logging.getLogger("leaderboard.rebuild")
+VERSION_GAP = 1_000_000_000  # more events than could ever be in flight when data is lost
+
+
+@dataclass
+class RebuildReport:
+    board_id: str
+    entries: int = 0
+    sorted_sets: int = 0
+    players: int = 0
+    version: int = 0
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+class Rebuilder:
+    def __init__(self, db: Database, index: RedisIndex, *, chunk_size: int = 5000) -> None:
+        self.db = db
+        self.index = index
+        self.boards = BoardRepository(db)
+        self.chunk_size = chunk_size
+
+    def lost_boards(self) -> list[str]:
+        """Boards the record knows that the serving index does not serve."""
+        return [b.board_id for b in self.boards.all() if not self.index.board_loaded(b.board_id)]
+
+    def recover(
+        self, *, queue_in_flight: int, now_ms: int, max_wait_ms: int = 600_000
+    ) -> list[RebuildReport]:
+        """Rebuild the lost boards, once their in-flight events can no longer be missing.
+
+        Events acknowledged before the loss may still be in the queue; rebuilding before the
+        persister stored them would leave them out of the serving index. So a lost board waits
+        (writes get 503, reads come from the record) until the queue has drained, or for at
+        most `max_wait_ms` if it never does.
+        """
+        reports = []
+        for board_id in self.lost_boards():
+            waited = now_ms - self.index.lost_since_ms(board_id, now_ms)
+            if queue_in_flight == 0 or waited >= max_wait_ms:
+                reports.append(self.rebuild(board_id))
+            else:
+                log.info(
+                    "%s is lost; rebuild waits for %d in-flight events (%d s so far)",
+                    board_id,
+                    queue_in_flight,
+                    waited // 1000,
+                )
+        return reports
+
+    def rebuild(self, board_id: str) -> RebuildReport:
+        started = time.perf_counter()
+        board = self.boards.get(board_id)
+        if board is None:
+            raise NotFound(f"board {board_id!r} does not exist", board_id=board_id)
+        report = RebuildReport(board_id)
+        self.index.hide_board(board_id)
+        log.info("rebuild of %s started", board_id)
+        with self.db.transaction() as conn:
+            cursor = conn.cursor(name=f"rebuild_{board_id.replace('-', '_')}")
+            cursor.itersize = self.chunk_size
+            cursor.execute(
+                "SELECT period, region, player_id, score, COALESCE(reached_version, version)"
+                " FROM standings WHERE board_id = %s AND present ORDER BY period, region",
+                (board_id,),
+            )
+            current: tuple[str, str] | None = None
+            chunk: list[tuple[str, float, int]] = []
+            for period, region, player, score, reached in cursor:
+                if (period, region) != current or len(chunk) >= self.chunk_size:
+                    if chunk and current is not None:
+                        self._flush(board, current, chunk, report)
+                    if (period, region) != current:
+                        report.sorted_sets += 1
+                    current, chunk = (period, region), []
+                chunk.append((player, float(score), int(reached)))
+            if chunk and current is not None:
+                self._flush(board, current, chunk, report)
+            cursor.close()
+            self._load_players(conn, board_id, report)
+            row = conn.execute(
+                "SELECT GREATEST((SELECT max(version) FROM score_events WHERE board_id = %(b)s),"
+                " (SELECT max(version) FROM standings WHERE board_id = %(b)s),"
+                " (SELECT max(version) FROM player_tombstones WHERE board_id = %(b)s))",
+                {"b": board_id},
+            ).fetchone()
+        report.version = int(row[0] or 0) + VERSION_GAP if row else VERSION_GAP
+        self.index.set_sequence(board_id, report.version)
+        self.index.publish_board(board)  # last: from now on the board takes writes again
+        report.seconds = round(time.perf_counter() - started, 3)
+        log.info(
+            "rebuild of %s done: %d entries in %d sorted sets, %d players, %.1f s",
+            board_id,
+            report.entries,
+            report.sorted_sets,
+            report.players,
+            report.seconds,
+        )
+        return report
+
+    def _flush(
+        self,
+        board: BoardConfig,
+        key: tuple[str, str],
+        chunk: list[tuple[str, float, int]],
+        report: RebuildReport,
+    ) -> None:
+        period, region = key
+        self.index.load_entries(board, period, region or None, chunk)
+        report.entries += len(chunk)
+        log.info(
+            "rebuild of %s: %d entries loaded (now in %s%s)",
+            board.board_id,
+            report.entries,
+            period,
+            f" {region}" if region else "",
+        )
+
+    def _load_players(
+        self, conn: psycopg.Connection[Any], board_id: str, report: RebuildReport
+    ) -> None:
+        cursor = conn.cursor(name=f"players_{board_id.replace('-', '_')}")
+        cursor.itersize = self.chunk_size
+        cursor.execute(
+            "SELECT s.player_id, count(*), m.metadata FROM standings s"
+            " LEFT JOIN player_metadata m ON m.board_id = s.board_id"
+            " AND m.player_id = s.player_id"
+            " WHERE s.board_id = %s AND s.present GROUP BY s.player_id, m.metadata",
+            (board_id,),
+        )
+        refs: dict[str, int] = {}
+        metadata: dict[str, str] = {}
+        for player, count, meta in cursor:
+            refs[player] = int(count)
+            if meta is not None:
+                metadata[player] = json.dumps(meta, separators=(",", ":"))
+            if len(refs) >= self.chunk_size:
+                self.index.load_players(board_id, refs, metadata)
+                report.players += len(refs)
+                refs, metadata = {}, {}
+        if refs:
+            self.index.load_players(board_id, refs, metadata)
+            report.players += len(refs)
+        cursor.close()
