@@ -246,3 +246,40 @@ def test_database_down_fails_the_whole_batch(api, index, board_id, clock, monkey
     assert sorted(f["itemIdentifier"] for f in response["batchItemFailures"]) == sorted(
         r["messageId"] for r in event["Records"]
     )
+
+
+def test_poison_reaches_the_dead_letter_queue_and_the_rest_is_stored(
+    api, sqs, index, database_url, board_id, clock
+):
+    """Through the local event source: the bad record is retried, then redriven to the DLQ."""
+    import time
+
+    from devstack.queue_consumer import QueueConsumer
+
+    name = f"poison-{uuid.uuid4().hex[:8]}"
+    queue = sqs.create_queue(
+        name, dlq_name=f"{name}-dlq", max_receive_count=2, visibility_timeout=1
+    )
+    client = sqs.client()
+    dlq = client.get_queue_url(QueueName=f"{name}-dlq")["QueueUrl"]
+    events = _workload(index, board_id, clock, n=5)
+    for body in [e.to_message() for e in events] + ["{not an event"]:
+        client.send_message(QueueUrl=queue, MessageBody=body)
+    consumer = QueueConsumer(
+        client,
+        queue,
+        lambda e: api.api.invoke("PersisterFunction", e),
+        batch_size=10,
+        window_seconds=0.2,
+        name="test-persister",
+    )
+    consumer.start()
+    try:
+        deadline = time.monotonic() + 20
+        dead: list = []
+        while time.monotonic() < deadline and not dead:
+            dead = client.receive_message(QueueUrl=dlq, WaitTimeSeconds=1).get("Messages", [])
+    finally:
+        consumer.stop()
+    assert [m["Body"] for m in dead] == ["{not an event"]
+    assert len(_snapshot(database_url, board_id)[2]) == 5
