@@ -5,7 +5,6 @@ ranks and metadata included."""
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +24,7 @@ from leaderboard.stores.redis_index import RedisIndex
 from leaderboard.stores.standings import StandingsStore
 from leaderboard.stores.standings_reads import PostgresReadModel
 from tests.conftest import ListSink
+from tests.consistency import assert_redis_equals_postgres
 
 ADMIN = Caller("admin", frozenset({"leaderboard/admin"}))
 SERVER = Caller("game-server", frozenset({"leaderboard/server"}))
@@ -67,47 +67,6 @@ def _submit_many(scores: ScoreService, boards: list[str], seed: int, count: int)
         return [o for chunk in pool.map(worker, range(6)) for o in chunk]
 
 
-def _assert_redis_equals_postgres(index: RedisIndex, db: Database, board_id: str) -> None:
-    client, prefix = index.client, f"lb:{{{board_id}}}:"
-    board = BoardRepository(db).get(board_id)
-    order = "score DESC" if board.sort == "desc" else "score ASC"
-    order += (
-        ", reached_version"
-        if board.ties == "first"
-        else (", player_id DESC" if board.sort == "desc" else ", player_id")
-    )
-    with db.transaction() as conn:
-        keys = {
-            (p, r)
-            for p, r in conn.execute(
-                "SELECT DISTINCT period, region FROM standings WHERE board_id = %s AND present",
-                (board_id,),
-            ).fetchall()
-        }
-        assert {tuple([*s.split(":", 1), ""][:2]) for s in client.smembers(prefix + "keys")} == keys
-        for period, region in keys:
-            suffix = f"{period}:{region}" if region else period
-            in_postgres = conn.execute(
-                f"SELECT player_id, score FROM standings WHERE board_id = %s AND period = %s"
-                f" AND region = %s AND present ORDER BY {order}",
-                (board_id, period, region),
-            ).fetchall()
-            rows = (client.zrevrange if board.sort == "desc" else client.zrange)(
-                prefix + "z:" + suffix, 0, -1, withscores=True
-            )
-            in_redis = [(m.split("|", 1)[1] if board.ties == "first" else m, s) for m, s in rows]
-            assert in_redis == in_postgres, (board_id, suffix)
-        metadata = dict(
-            conn.execute(
-                "SELECT m.player_id, m.metadata FROM player_metadata m WHERE m.board_id = %s"
-                " AND m.metadata IS NOT NULL AND EXISTS (SELECT 1 FROM standings s WHERE"
-                " s.board_id = m.board_id AND s.player_id = m.player_id AND s.present)",
-                (board_id,),
-            ).fetchall()
-        )
-    assert {p: json.loads(m) for p, m in client.hgetall(prefix + "meta").items()} == metadata
-
-
 def test_flushall_mid_workload_is_detected_and_repaired(
     valkey, database_url, board_id, clock, caplog
 ):
@@ -147,7 +106,7 @@ def test_flushall_mid_workload_is_detected_and_repaired(
     assert set(boards) <= {r.board_id for r in reports}
     assert any("entries loaded" in m for m in caplog.messages)  # progress is logged
     for board in boards:
-        _assert_redis_equals_postgres(index, db, board)
+        assert_redis_equals_postgres(index.client, database_url, board)
         after = reads.entries(board, {"limit": "100"})
         assert "degraded" not in after and after == before[board]
 
@@ -157,7 +116,7 @@ def test_flushall_mid_workload_is_detected_and_repaired(
     assert min(o.event.version for o in resumed) > VERSION_GAP  # newer than anything before
     store.write(sink.events)
     for board in boards:
-        _assert_redis_equals_postgres(index, db, board)
+        assert_redis_equals_postgres(index.client, database_url, board)
     index.client.close()
 
 

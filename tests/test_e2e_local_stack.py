@@ -23,6 +23,7 @@ import pytest
 import redis
 
 from devstack.servers import free_port
+from tests.consistency import assert_redis_equals_postgres
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -162,30 +163,7 @@ def concurrent_workload_reaches_postgres(stack, server: str, admin: str, state: 
     wait_for_events(state["DATABASE_URL"], board, 8 * 40, timeout=60)
 
     client = redis.Redis.from_url(state["REDIS_URL"], decode_responses=True)
-    prefix = f"lb:{{{board}}}:"
-    suffixes = client.smembers(prefix + "keys")
-    assert len(suffixes) == 12
-    with psycopg.connect(state["DATABASE_URL"]) as conn:
-        for suffix in suffixes:
-            period, _, region = suffix.partition(":")
-            in_postgres = conn.execute(
-                "SELECT player_id, score FROM standings WHERE board_id = %s AND period = %s"
-                " AND region = %s AND present ORDER BY score DESC, reached_version",
-                (board, period, region),
-            ).fetchall()
-            in_redis = [
-                (m.split("|", 1)[1], s)
-                for m, s in client.zrevrange(prefix + "z:" + suffix, 0, -1, withscores=True)
-            ]
-            assert in_postgres == in_redis, suffix
-        metadata = dict(
-            conn.execute(
-                "SELECT player_id, metadata FROM player_metadata WHERE board_id = %s"
-                " AND metadata IS NOT NULL",
-                (board,),
-            ).fetchall()
-        )
-    assert metadata == {p: json.loads(m) for p, m in client.hgetall(prefix + "meta").items()}
+    assert assert_redis_equals_postgres(client, state["DATABASE_URL"], board) == 12
     client.close()
 
 

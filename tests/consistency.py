@@ -1,0 +1,65 @@
+"""One check, used wherever a test needs it: the serving index equals the system of record."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import psycopg
+
+from leaderboard.domain.boards import BoardConfig
+
+
+def assert_redis_equals_postgres(client: Any, database_url: str, board_id: str) -> int:
+    """Every sorted set of the board holds exactly the present standings of PostgreSQL, in the
+    board's order (ties included), and metadata matches for every player on the board.
+    Returns how many sorted sets were compared."""
+    prefix = f"lb:{{{board_id}}}:"
+    with psycopg.connect(database_url) as conn:
+        row = conn.execute(
+            "SELECT config, version FROM boards WHERE board_id = %s", (board_id,)
+        ).fetchone()
+        board = BoardConfig.from_public({**row[0], "version": row[1]}) if row else None
+        sort = board.sort if board else json.loads(client.get(prefix + "cfg"))["sort"]
+        ties = board.ties if board else json.loads(client.get(prefix + "cfg"))["ties"]
+        order = "score DESC" if sort == "desc" else "score ASC"
+        order += (
+            ", reached_version"
+            if ties == "first"
+            else (", player_id DESC" if sort == "desc" else ", player_id")
+        )
+        keys = {
+            (p, r)
+            for p, r in conn.execute(
+                "SELECT DISTINCT period, region FROM standings WHERE board_id = %s AND present",
+                (board_id,),
+            ).fetchall()
+        }
+        in_index = {
+            tuple([*s.split(":", 1), ""][:2])
+            for s in client.smembers(prefix + "keys")
+            if client.zcard(prefix + "z:" + s)
+        }
+        assert in_index == keys, (board_id, in_index ^ keys)
+        for period, region in keys:
+            suffix = f"{period}:{region}" if region else period
+            in_postgres = conn.execute(
+                "SELECT player_id, score FROM standings WHERE board_id = %s AND period = %s"
+                f" AND region = %s AND present ORDER BY {order}",
+                (board_id, period, region),
+            ).fetchall()
+            rows = (client.zrevrange if sort == "desc" else client.zrange)(
+                prefix + "z:" + suffix, 0, -1, withscores=True
+            )
+            in_redis = [(m.split("|", 1)[1] if ties == "first" else m, s) for m, s in rows]
+            assert in_redis == in_postgres, (board_id, suffix)
+        metadata = dict(
+            conn.execute(
+                "SELECT m.player_id, m.metadata FROM player_metadata m WHERE m.board_id = %s"
+                " AND m.metadata IS NOT NULL AND EXISTS (SELECT 1 FROM standings s WHERE"
+                " s.board_id = m.board_id AND s.player_id = m.player_id AND s.present)",
+                (board_id,),
+            ).fetchall()
+        )
+    assert {p: json.loads(m) for p, m in client.hgetall(prefix + "meta").items()} == metadata
+    return len(keys)
