@@ -48,6 +48,7 @@ typecheck: setup
 	$(VENV)/bin/mypy --explicit-package-bases functions/api_admin/app.py
 	$(VENV)/bin/mypy --explicit-package-bases functions/persister/app.py
 	$(VENV)/bin/mypy --explicit-package-bases functions/outbox_relay/app.py
+	$(VENV)/bin/mypy --explicit-package-bases functions/rollover/app.py
 
 validate: setup
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/sam validate --lint

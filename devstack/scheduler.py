@@ -1,7 +1,8 @@
 """A local stand-in for EventBridge Scheduler: the template's ScheduleV2/Schedule events.
 
-`rate(...)` expressions run on their interval; the first run comes one interval after start,
-as in AWS. Each run gets the schedule's Input (an empty object by default).
+`rate(...)` expressions run on their interval (the first run one interval after start, as in
+AWS); `cron(minutes hours day-of-month month day-of-week year)` expressions run at their next
+UTC match. Each run gets the schedule's Input (an empty object by default).
 """
 
 from __future__ import annotations
@@ -11,11 +12,50 @@ import logging
 import re
 import threading
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 log = logging.getLogger("devstack.scheduler")
 _RATE = re.compile(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)")
 _SECONDS = {"minute": 60, "hour": 3600, "day": 86400}
+
+
+_CRON = re.compile(r"cron\((\S+) (\S+) (\S+) (\S+) (\S+) (\S+)\)")
+_DAYS = {"SUN": 1, "MON": 2, "TUE": 3, "WED": 4, "THU": 5, "FRI": 6, "SAT": 7}
+
+
+def _matches(field: str, value: int, names: dict[str, int] | None = None) -> bool:
+    if field in ("*", "?"):
+        return True
+    for part in field.split(","):
+        low, _, high = part.partition("-")
+        first = (names or {}).get(low, None) or int(low)
+        last = ((names or {}).get(high, None) or int(high)) if high else first
+        if first <= value <= last:
+            return True
+    return False
+
+
+def next_cron(expression: str, after: datetime) -> datetime | None:
+    """The next minute at or after `after` (UTC) that an EventBridge cron expression fires."""
+    found = _CRON.fullmatch(expression.strip())
+    if not found:
+        return None
+    minute, hour, dom, month, dow, year = found.groups()
+    moment = after.astimezone(UTC).replace(second=0, microsecond=0)
+    for _ in range(60 * 24 * 366):
+        weekday = moment.isoweekday() % 7 + 1  # EventBridge: 1 = Sunday ... 7 = Saturday
+        if (
+            _matches(minute, moment.minute)
+            and _matches(hour, moment.hour)
+            and _matches(dom, moment.day)
+            and _matches(month, moment.month)
+            and _matches(dow, weekday, _DAYS)
+            and _matches(year, moment.year)
+        ):
+            return moment
+        moment += timedelta(minutes=1)
+    return None
 
 
 def interval_seconds(expression: str) -> float | None:

@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from leaderboard.api.http import create_app, query
 from leaderboard.api.observability import logger, metrics, tracer
-from leaderboard.services.reads import ReadModel, ReadService
+from leaderboard.services.reads import ReadModel, ReadService, WindowSource
 from leaderboard.settings import DatabaseSettings, RedisSettings
 from leaderboard.stores.redis_client import connect
 from leaderboard.stores.redis_index import RedisIndex
@@ -28,8 +28,17 @@ def postgres_reads() -> ReadModel:
     return PostgresReadModel(Database(database.url))
 
 
+def archive_reads() -> WindowSource:
+    from leaderboard.stores.archive import ArchiveStore
+    from leaderboard.stores.postgres import Database
+
+    return ArchiveStore(Database(database.url))
+
+
 reads = ReadService(
-    RedisIndex(connect(settings.url, cluster=settings.cluster)), fallback=postgres_reads
+    RedisIndex(connect(settings.url, cluster=settings.cluster)),
+    fallback=postgres_reads,
+    archive=archive_reads,
 )
 app = create_app()
 
@@ -42,6 +51,11 @@ def list_boards() -> dict[str, Any]:
 @app.get("/boards/<board_id>")
 def get_board(board_id: str) -> dict[str, Any]:
     return reads.get_board(board_id)
+
+
+@app.get("/boards/<board_id>/periods")
+def periods(board_id: str) -> dict[str, Any]:
+    return reads.periods(board_id)
 
 
 @app.get("/boards/<board_id>/entries")

@@ -50,6 +50,10 @@ class BoardMissing(NotFound):
     """The serving index has no such board: unknown, or its data was lost (the record knows)."""
 
 
+class ArchivedPeriod(NotFound):
+    """The period was closed, archived, and its serving keys removed: read the archive."""
+
+
 class Conflict(DomainError):
     status = 409
     code = "conflict"

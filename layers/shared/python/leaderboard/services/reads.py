@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from leaderboard.domain.clock import Clock, system_clock
-from leaderboard.domain.errors import BadRequest, BoardMissing, NotFound, Unavailable
-from leaderboard.domain.periods import ALL_TIME, Period, resolve_period
+from leaderboard.domain.errors import (
+    ArchivedPeriod,
+    BadRequest,
+    BoardMissing,
+    NotFound,
+    Unavailable,
+)
+from leaderboard.domain.periods import (
+    ALL_TIME,
+    PERIOD_KINDS,
+    Period,
+    current_period,
+    parse_period_id,
+    resolve_period,
+)
 from leaderboard.domain.validation import (
     query_int,
     require_board_id,
@@ -31,8 +45,8 @@ def _only(query: Query, allowed: set[str]) -> None:
         raise BadRequest(f"unknown query parameter(s): {', '.join(unknown)}", fields=unknown)
 
 
-class ReadModel(Protocol):
-    """What serves reads when the index cannot: PostgreSQL in degraded mode."""
+class WindowSource(Protocol):
+    """Anything that serves a window of a board: the archive, the record in degraded mode."""
 
     def window(
         self,
@@ -45,6 +59,10 @@ class ReadModel(Protocol):
         offset_or_rank: int = 0,
         player_id: str = "",
     ) -> Window: ...
+
+
+class ReadModel(WindowSource, Protocol):
+    """What serves reads when the index cannot: PostgreSQL in degraded mode."""
 
     def list_boards(self) -> list[dict[str, Any]]: ...
 
@@ -65,6 +83,7 @@ class ReadService:
         clock: Clock = system_clock,
         fallback: Callable[[], ReadModel] | None = None,
         bypass_seconds: float = 5.0,
+        archive: Callable[[], WindowSource] | None = None,
     ) -> None:
         self.index = index
         self.clock = clock
@@ -72,6 +91,33 @@ class ReadService:
         self._fallback: ReadModel | None = None
         self._bypass_until = 0.0
         self.bypass_seconds = bypass_seconds
+        self._archive_factory = archive
+        self._archive: WindowSource | None = None
+        # An archived period never changes: its windows are cached for the environment's life.
+        self._archived_window = functools.lru_cache(maxsize=4096)(self._read_archive)
+
+    def _read_archive(
+        self,
+        board_id: str,
+        period_id: str,
+        region: str | None,
+        op: str,
+        size: int,
+        offset_or_rank: int,
+        player_id: str,
+    ) -> Window:
+        if self._archive is None:
+            assert self._archive_factory is not None
+            self._archive = self._archive_factory()
+        return self._archive.window(
+            board_id,
+            parse_period_id(period_id),
+            region,
+            op=op,
+            size=size,
+            offset_or_rank=offset_or_rank,
+            player_id=player_id,
+        )
 
     def _degraded_model(self) -> ReadModel:
         if self._fallback is None:
@@ -87,6 +133,18 @@ class ReadService:
             return self._degraded_model().window(board_id, period, region, **kwargs), True
         try:
             return self.index.window(board_id, period, region, **kwargs), False
+        except ArchivedPeriod:
+            if self._archive_factory is None:
+                raise
+            return self._archived_window(
+                board_id,
+                period.id,
+                region,
+                kwargs["op"],
+                kwargs["size"],
+                kwargs.get("offset_or_rank", 0),
+                kwargs.get("player_id", ""),
+            ), False
         except Unavailable:
             if self._fallback_factory is None:
                 raise
@@ -179,6 +237,39 @@ class ReadService:
             "entries": [e.to_json() for e in window.entries],
         }
 
+    def periods(self, board_id: str) -> dict[str, Any]:
+        """Every period the board holds: open, closed (awaiting archive) or archived."""
+        board_id = require_board_id(board_id)
+        rules, sets, archived = self.index.period_sets(board_id)
+        if rules is None:
+            raise NotFound(f"board {board_id!r} does not exist", board_id=board_id)
+        now = self.clock()
+        counts = {s: n for s, n in sets.items() if ":" not in s}  # global boards
+        for kind in rules["periods"]:
+            counts.setdefault(current_period(kind, now).id, 0)
+        listed = []
+        for period_id in set(counts) | set(archived):
+            period = resolve_period(period_id, now)
+            if period_id in archived:
+                status, entries = "archived", archived[period_id]
+            else:
+                status = "open" if period.is_open_at(now) else "closed"
+                entries = counts[period_id]
+            listed.append(
+                {
+                    "period": period.id,
+                    "kind": period.kind,
+                    "starts_at": _iso(period.starts_at),
+                    "ends_at": _iso(period.ends_at),
+                    "status": status,
+                    "entries": entries,
+                }
+            )
+        order = {kind: n for n, kind in enumerate(PERIOD_KINDS)}
+        listed.sort(key=lambda p: str(p["period"]), reverse=True)  # newest first in a kind
+        listed.sort(key=lambda p: order[str(p["kind"])])  # stable: all-time, daily, weekly...
+        return {"board_id": board_id, "periods": listed}
+
     def list_boards(self) -> dict[str, Any]:
         try:
             return {"boards": self.index.list_boards()}
@@ -200,6 +291,10 @@ class ReadService:
         if board is None:
             raise NotFound(f"board {board_id!r} does not exist", board_id=board_id)
         return board
+
+
+def _iso(moment: Any) -> str | None:
+    return None if moment is None else moment.isoformat().replace("+00:00", "Z")
 
 
 def top_percent(rank: int, total: int) -> float:

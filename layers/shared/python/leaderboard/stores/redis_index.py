@@ -30,6 +30,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from leaderboard.domain.boards import BoardConfig
 from leaderboard.domain.errors import (
+    ArchivedPeriod,
     BoardMissing,
     Conflict,
     NotFound,
@@ -116,6 +117,10 @@ class BoardKeys:
     @property
     def outbox(self) -> str:
         return self.prefix + "outbox"
+
+    @property
+    def archived(self) -> str:
+        return self.prefix + "archived"
 
     def idempotency(self, subject: str, key: str) -> str:
         digest = hashlib.sha256(json.dumps([subject, key]).encode()).hexdigest()[:40]
@@ -209,6 +214,8 @@ class RedisIndex:
         self._delete_player = client.register_script(_script("delete_player"))
         self._board_entries = client.register_script(_script("board_entries"))
         self._hide_board = client.register_script(_script("hide_board"))
+        self._periods = client.register_script(_script("periods"))
+        self._purge_set = client.register_script(_script("purge_set"))
 
     # --- writes -------------------------------------------------------------------------
     @guarded
@@ -346,6 +353,41 @@ class RedisIndex:
         pipe.execute()
 
     @guarded
+    def period_sets(
+        self, board_id: str
+    ) -> tuple[dict[str, Any] | None, dict[str, int], dict[str, int]]:
+        """(rules, {sorted-set suffix: entries}, {archived period: entries}), one round trip."""
+        keys = BoardKeys(board_id)
+        reply = self._periods(keys=[keys.registry, keys.archived, keys.cfg], args=[keys.prefix])
+        rules = json.loads(reply[0]) if reply[0] else None
+        count = int(reply[1])
+        sets = {reply[2 + 2 * i]: int(reply[3 + 2 * i]) for i in range(count)}
+        rest = reply[2 + 2 * count :]
+        archived = {rest[i]: int(rest[i + 1]) for i in range(0, len(rest), 2)}
+        return rules, sets, archived
+
+    @guarded
+    def mark_archived(self, board_id: str, period_id: str, entries: int) -> None:
+        self.client.hset(BoardKeys(board_id).archived, period_id, entries)
+
+    @guarded
+    def purge_chunk(self, board: BoardConfig, suffix: str, count: int) -> int:
+        """Remove up to `count` entries of an archived sorted set; returns how many are left."""
+        keys = BoardKeys(board.board_id)
+        return int(
+            self._purge_set(
+                keys=[
+                    f"{keys.prefix}z:{suffix}",
+                    f"{keys.prefix}m:{suffix}",
+                    keys.refs,
+                    keys.meta,
+                    keys.registry,
+                ],
+                args=[suffix, count, "1" if board.ties == "first" else "0"],
+            )
+        )
+
+    @guarded
     def set_sequence(self, board_id: str, value: int) -> None:
         self.client.set(BoardKeys(board_id).seq, value)
 
@@ -385,8 +427,9 @@ class RedisIndex:
                 keys.zset(period.id, region),
                 keys.members(period.id, region),
                 keys.meta,
+                keys.archived,
             ],
-            args=[op, period.kind, region or "", player_id, offset_or_rank, size],
+            args=[op, period.kind, region or "", player_id, offset_or_rank, size, period.id],
         )
         if reply[0] == "ERR":
             raise _read_error(board_id, period, region, player_id, reply[1])
@@ -477,6 +520,8 @@ def _read_error(
         return NotFound(f"board {board_id!r} does not keep {period.kind} periods", period=period.id)
     if code == "unknown_region":
         return NotFound(f"region {region!r} is not one of the board's regions", region=region)
+    if code == "archived":
+        return ArchivedPeriod(f"period {period.id} is archived", period=period.id)
     if code == "no_player":
         return NotFound(
             f"player {player_id!r} has no entry in {period.id}"

@@ -92,7 +92,7 @@ class PostgresReadModel:
                         f"player {player_id!r} has no entry in {period.id}", player_id=player_id
                     )
                 position = int(row[0])
-            start = _start(op, size, offset_or_rank, position, count)
+            start = window_start(op, size, offset_or_rank, position, count)
             if op == "player":
                 size = 1
             rows = conn.execute(
@@ -112,8 +112,8 @@ class PostgresReadModel:
         return Window(total=count, start=start, player_position=position, entries=entries)
 
 
-def _start(op: str, size: int, offset_or_rank: int, position: int | None, total: int) -> int:
-    """The first position of the window, centred and clamped exactly as the read script."""
+def window_start(op: str, size: int, offset_or_rank: int, position: int | None, total: int) -> int:
+    """The first position of a window, centred and clamped exactly as the read script does."""
     if op == "page":
         return offset_or_rank
     if op == "player":

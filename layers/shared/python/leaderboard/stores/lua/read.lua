@@ -1,10 +1,13 @@
 -- Every read in one round trip: the window of entries, their ranks, their metadata, the total.
 --
--- KEYS: 1 cfg, 2 sorted set, 3 member map (ties=first boards), 4 metadata hash.
+-- KEYS: 1 cfg, 2 sorted set, 3 member map (ties=first boards), 4 metadata hash,
+--       5 archived periods (period id -> entries).
 -- ARGV: 1 op ('page' | 'around_rank' | 'player' | 'around'), 2 period kind, 3 region ('' = global),
---       4 player (player/around), 5 offset (page) or rank (around_rank), 6 window size.
+--       4 player (player/around), 5 offset (page) or rank (around_rank), 6 window size,
+--       7 period id.
 -- Returns {'OK', total, start, player_position (-1 if none), n, then n x (player, score, rank),
---          then n metadata JSON strings ('' = none)} or {'ERR', code}.
+--          then n metadata JSON strings ('' = none)} or {'ERR', code} ('archived': read the
+--          archive).
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'ERR', 'no_board'} end
 local cfg = cjson.decode(raw)
@@ -20,6 +23,8 @@ if ARGV[3] ~= '' and not has(cfg.regions, ARGV[3]) then return {'ERR', 'unknown_
 local key = KEYS[2]
 local desc, first = cfg.sort == 'desc', cfg.ties == 'first'
 local total = redis.call('ZCARD', key)
+-- A closed period whose keys were purged after archiving is served from the archive.
+if total == 0 and redis.call('HEXISTS', KEYS[5], ARGV[7]) == 1 then return {'ERR', 'archived'} end
 local op, size = ARGV[1], tonumber(ARGV[6])
 local start, ppos = 0, -1
 

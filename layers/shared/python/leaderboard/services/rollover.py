@@ -1,0 +1,187 @@
+"""The rollover: archive every closed period, then free its serving keys after a retention.
+
+For each board and each closed period still in the serving index, the final standings of the
+global board and every regional board are copied in rank order, in chunks, into the archive;
+the snapshot is checked against the persisted standings (differences are reported, not
+hidden); the period is marked archived, and after `retention` its sorted sets are removed.
+
+Idempotent (an archived period is skipped) and resumable: a run that ran out of time stops
+between chunks, and the next run continues after the last stored position. A closed period's
+keys receive no more writes, so every run sees the same snapshot.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+
+from leaderboard.domain.boards import BoardConfig
+from leaderboard.domain.clock import Clock, system_clock
+from leaderboard.domain.errors import BadRequest
+from leaderboard.domain.periods import ALL_TIME, Period, parse_period_id
+from leaderboard.stores.archive import ArchiveStore
+from leaderboard.stores.postgres import BoardRepository, Database
+from leaderboard.stores.redis_index import BoardKeys, RedisIndex
+
+log = logging.getLogger("leaderboard.rollover")
+
+
+@dataclass
+class RolloverReport:
+    boards: int = 0
+    archived: list[str] = field(default_factory=list)
+    entries: int = 0
+    differences: int = 0
+    purged: list[str] = field(default_factory=list)
+    complete: bool = True
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, object]:
+        return asdict(self)
+
+
+class OutOfTime(Exception):
+    """Stop between chunks; the next run resumes."""
+
+
+class Rollover:
+    def __init__(
+        self,
+        db: Database,
+        index: RedisIndex,
+        clock: Clock = system_clock,
+        *,
+        chunk_size: int = 5000,
+        retention: timedelta = timedelta(days=7),
+    ) -> None:
+        self.db = db
+        self.index = index
+        self.archive = ArchiveStore(db)
+        self.boards = BoardRepository(db)
+        self.clock = clock
+        self.chunk_size = chunk_size
+        self.retention = retention
+
+    def run(
+        self,
+        kinds: set[str] | None = None,
+        keep_going: Callable[[], bool] = lambda: True,
+        board_ids: set[str] | None = None,
+    ) -> RolloverReport:
+        """Archive closed periods (of `kinds`, or all; of `board_ids`, or every board); stops
+        between chunks when keep_going() turns false."""
+        started = time.perf_counter()
+        report = RolloverReport()
+        now = self.clock()
+        try:
+            for board in self.boards.all():
+                if board_ids is not None and board.board_id not in board_ids:
+                    continue
+                report.boards += 1
+                self._board(board, now, kinds, keep_going, report)
+        except OutOfTime:
+            report.complete = False
+            log.info("rollover stopped for time; the next run resumes")
+        report.seconds = round(time.perf_counter() - started, 3)
+        return report
+
+    def _board(
+        self,
+        board: BoardConfig,
+        now: datetime,
+        kinds: set[str] | None,
+        keep_going: Callable[[], bool],
+        report: RolloverReport,
+    ) -> None:
+        _, sets, archived = self.index.period_sets(board.board_id)
+        regions: dict[str, list[str]] = defaultdict(list)
+        for suffix in sets:
+            period_id, _, region = suffix.partition(":")
+            if period_id != ALL_TIME:
+                regions[period_id].append(region)
+        for period_id in sorted(regions):
+            try:
+                period = parse_period_id(period_id)
+            except BadRequest:
+                continue
+            if (kinds and period.kind not in kinds) or period.is_open_at(now):
+                continue
+            if period_id not in archived:
+                self._archive(board, period, sorted(regions[period_id]), now, keep_going, report)
+            else:
+                state = self.archive.state(board.board_id, period_id)
+                if state and state["archived_at"] and state["archived_at"] + self.retention <= now:
+                    self._purge(board, period_id, regions[period_id], now, keep_going, report)
+
+    def _archive(
+        self,
+        board: BoardConfig,
+        period: Period,
+        regions: list[str],
+        now: datetime,
+        keep_going: Callable[[], bool],
+        report: RolloverReport,
+    ) -> None:
+        board_id = board.board_id
+        self.archive.begin(board_id, period)
+        for region in regions:  # '' (the global board) sorts first
+            start = self.archive.stored(board_id, period.id, region)
+            while True:
+                if not keep_going():
+                    raise OutOfTime
+                window = self.index.window(
+                    board_id,
+                    period,
+                    region or None,
+                    op="page",
+                    size=self.chunk_size,
+                    offset_or_rank=start,
+                )
+                if window.entries:
+                    self.archive.append(board_id, period.id, region, start, window.entries)
+                    start += len(window.entries)
+                    report.entries += len(window.entries)
+                    log.info(
+                        "archiving %s %s%s: %d of %d entries",
+                        board_id,
+                        period.id,
+                        f" {region}" if region else "",
+                        start,
+                        window.total,
+                    )
+                if len(window.entries) < self.chunk_size:
+                    break
+        entries, differences = self.archive.finish(board_id, period.id, now)
+        self.index.mark_archived(board_id, period.id, entries)
+        report.archived.append(f"{board_id}/{period.id}")
+        report.differences += differences
+        if differences:
+            log.warning(
+                "archive of %s %s differs from the persisted standings in %d rows",
+                board_id,
+                period.id,
+                differences,
+            )
+        log.info("archived %s %s: %d entries", board_id, period.id, entries)
+
+    def _purge(
+        self,
+        board: BoardConfig,
+        period_id: str,
+        regions: list[str],
+        now: datetime,
+        keep_going: Callable[[], bool],
+        report: RolloverReport,
+    ) -> None:
+        for region in regions:
+            suffix = BoardKeys.suffix(period_id, region or None)
+            while self.index.purge_chunk(board, suffix, self.chunk_size) > 0:
+                if not keep_going():
+                    raise OutOfTime
+        self.archive.mark_purged(board.board_id, period_id, now)
+        report.purged.append(f"{board.board_id}/{period_id}")
+        log.info("freed the serving keys of %s %s", board.board_id, period_id)
