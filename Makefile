@@ -9,7 +9,8 @@ export PYTHONDONTWRITEBYTECODE := 1
 # The shared layer is importable exactly as Lambda mounts it (/opt/python).
 export PYTHONPATH := $(CURDIR)/layers/shared/python:$(CURDIR)
 
-.PHONY: help setup run test lint typecheck validate unit token invoke build lock clean browser
+.PHONY: help setup run test lint typecheck validate unit token invoke build lock clean browser \
+	bench
 
 help:
 	@echo "make run     start the whole system locally (API on http://127.0.0.1:3000)"
@@ -17,6 +18,7 @@ help:
 	@echo "make token   print bearer tokens for the local stack"
 	@echo "make invoke FN=api_read EVENT=events/api_read_entries.json  run one function (stack running)"
 	@echo "make build   sam build (python3.13/arm64 layers, no Docker needed)"
+	@echo "make bench   benchmarks on embedded real stores (BENCH_ENTRIES=1000000)"
 
 setup: $(STAMP)
 
@@ -42,7 +44,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 
 typecheck: setup
-	$(VENV)/bin/mypy layers/shared/python/leaderboard devstack
+	$(VENV)/bin/mypy layers/shared/python/leaderboard devstack benchmarks
 	$(VENV)/bin/mypy --explicit-package-bases functions/api_read/app.py
 	$(VENV)/bin/mypy --explicit-package-bases functions/api_write/app.py
 	$(VENV)/bin/mypy --explicit-package-bases functions/api_admin/app.py
@@ -71,6 +73,9 @@ browser:
 	else \
 	  echo "Chromium is not installed: the browser test will be skipped (apt-get install chromium)"; \
 	fi
+
+bench: setup
+	$(PY) -m benchmarks
 
 build: setup
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/sam build
