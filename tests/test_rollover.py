@@ -212,3 +212,28 @@ def test_rollover_function_and_periods_route(api, admin_token, server_token, boa
     )
     assert report["archived"] == [f"{board_id}/{today}"] and report["complete"] is True
     assert api.call("GET", "/boards/nope/periods").status == 404
+
+
+def test_a_popular_archived_board_costs_no_query_per_request(index, database_url, board_id):
+    clock = MovableClock(datetime(2026, 11, 22, 20, 0, tzinfo=UTC))
+    db = Database(database_url)
+    _board(index, db, board_id, clock)
+    _play(ScoreService(index, ListSink(), clock), board_id, seed=5, count=30)
+    clock.now = datetime(2026, 11, 23, 0, 5, tzinfo=UTC)
+    rollover = Rollover(db, index, clock, retention=timedelta(days=1))
+    assert rollover.run({"weekly"}, board_ids={board_id}).archived == [f"{board_id}/2026-W47"]
+    clock.now += timedelta(days=2)
+    assert rollover.run({"weekly"}, board_ids={board_id}).purged == [f"{board_id}/2026-W47"]
+
+    class CountingArchive(ArchiveStore):
+        windows = 0
+
+        def window(self, *args, **kwargs):
+            CountingArchive.windows += 1
+            return super().window(*args, **kwargs)
+
+    reads = ReadService(index, clock, archive=lambda: CountingArchive(db))
+    first = reads.entries(board_id, {"period": "2026-W47", "limit": "50"})
+    for _ in range(20):
+        assert reads.entries(board_id, {"period": "2026-W47", "limit": "50"}) == first
+    assert CountingArchive.windows == 1
