@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from leaderboard.domain.errors import BadRequest, Conflict
 from leaderboard.domain.periods import ALL_TIME, PERIOD_KINDS, WEEKLY
 from leaderboard.domain.validation import (
-    MAX_SAFE_INTEGER,
     REGION_RE,
     require_int,
     require_score,
@@ -217,11 +215,3 @@ def parse_board_request(
                 fields=changed,
             )
     return board
-
-
-def is_better(sort: str, candidate: float, current: float) -> bool:
-    return candidate > current if sort == "desc" else candidate < current
-
-
-def within_safe_range(value: float) -> bool:
-    return math.isfinite(value) and abs(value) <= MAX_SAFE_INTEGER

@@ -7,7 +7,6 @@ failover or an idle connection closed by the server, without hiding a real outag
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
 import redis
 from redis.backoff import ExponentialBackoff
@@ -30,9 +29,3 @@ def connect(url: str, *, cluster: bool = False, timeout: float = 2.0) -> RedisLi
     if cluster:
         return RedisCluster.from_url(url, **common)
     return redis.Redis.from_url(url, **common)
-
-
-def describe(url: str) -> str:
-    """The endpoint without credentials, for logs."""
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.hostname}:{parts.port or 6379}"
