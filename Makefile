@@ -51,6 +51,7 @@ typecheck: setup
 	$(VENV)/bin/mypy --explicit-package-bases functions/persister/app.py
 	$(VENV)/bin/mypy --explicit-package-bases functions/outbox_relay/app.py
 	$(VENV)/bin/mypy --explicit-package-bases functions/rollover/app.py
+	$(VENV)/bin/mypy --explicit-package-bases functions/migrations/app.py
 
 validate: setup
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/sam validate --lint

@@ -72,7 +72,9 @@ class FunctionSpec:
                 env[key] = value
             elif key in local:
                 env[key] = local[key]
+        # The local stack hands over a full DATABASE_URL instead of a host and a secret.
         for key in (
+            "DATABASE_URL",
             "SQS_ENDPOINT_URL",
             "AWS_DEFAULT_REGION",
             "AWS_ACCESS_KEY_ID",

@@ -19,12 +19,13 @@ from leaderboard.stores.redis_index import RedisIndex
 from leaderboard.stores.score_queue import SqsScoreQueue, make_sqs_client
 
 redis_settings = RedisSettings.from_env()
-db = Database(DatabaseSettings.from_env().url)
+db = Database(DatabaseSettings.from_env().connection_url)
 index = RedisIndex(connect(redis_settings.url, cluster=redis_settings.cluster))
 queue_settings = QueueSettings.from_env()
 queue = SqsScoreQueue(make_sqs_client(queue_settings.endpoint_url), queue_settings.queue_url)
 boards = BoardAdminService(db, index)
 health = HealthService({"redis": index.ping, "postgres": db.ping, "queue": queue.ping})
+tracer.patch(["botocore"])  # X-Ray subsegments for SQS calls
 app = create_app()
 
 

@@ -25,14 +25,14 @@ def postgres_reads() -> ReadModel:
     from leaderboard.stores.postgres import Database
     from leaderboard.stores.standings_reads import PostgresReadModel
 
-    return PostgresReadModel(Database(database.url))
+    return PostgresReadModel(Database(database.connection_url))
 
 
 def archive_reads() -> WindowSource:
     from leaderboard.stores.archive import ArchiveStore
     from leaderboard.stores.postgres import Database
 
-    return ArchiveStore(Database(database.url))
+    return ArchiveStore(Database(database.connection_url))
 
 
 reads = ReadService(

@@ -30,7 +30,7 @@ def board_in_record(board_id: str) -> bool:
     if _boards is None:
         from leaderboard.stores.postgres import BoardRepository, Database
 
-        _boards = BoardRepository(Database(database.url))
+        _boards = BoardRepository(Database(database.connection_url))
     return _boards.get(board_id) is not None
 
 
@@ -42,6 +42,7 @@ scores = ScoreService(
     SqsScoreQueue(make_sqs_client(queue_settings.endpoint_url), queue_settings.queue_url),
     in_record=board_in_record,
 )
+tracer.patch(["botocore"])  # X-Ray subsegments for SQS calls
 app = create_app()
 
 

@@ -20,10 +20,11 @@ from leaderboard.stores.standings import StandingsStore
 
 redis_settings = RedisSettings.from_env()
 queue_settings = QueueSettings.from_env()
-db = Database(DatabaseSettings.from_env().url)
+db = Database(DatabaseSettings.from_env().connection_url)
 boards = BoardRepository(db)
 index = RedisIndex(connect(redis_settings.url, cluster=redis_settings.cluster))
 queue = SqsScoreQueue(make_sqs_client(queue_settings.endpoint_url), queue_settings.queue_url)
+tracer.patch(["botocore"])  # X-Ray subsegments for SQS calls
 relay = OutboxRelay(index, StandingsStore(db), queue)
 rebuilder = Rebuilder(db, index)
 

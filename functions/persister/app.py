@@ -20,7 +20,7 @@ from leaderboard.settings import DatabaseSettings
 from leaderboard.stores.postgres import Database
 from leaderboard.stores.standings import StandingsStore
 
-store = StandingsStore(Database(DatabaseSettings.from_env().url))
+store = StandingsStore(Database(DatabaseSettings.from_env().connection_url))
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 

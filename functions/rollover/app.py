@@ -28,7 +28,7 @@ try:
     retention = timedelta(days=float(os.environ.get("ROLLOVER_RETENTION_DAYS", "7")))
 except ValueError:
     raise ConfigurationError("ROLLOVER_RETENTION_DAYS must be a number of days") from None
-db = Database(DatabaseSettings.from_env().url)
+db = Database(DatabaseSettings.from_env().connection_url)
 index = RedisIndex(connect(redis_settings.url, cluster=redis_settings.cluster))
 SAFETY_MS = 60_000  # stop between chunks with a minute left; the next run resumes
 

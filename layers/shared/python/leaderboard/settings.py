@@ -82,8 +82,40 @@ class QueueSettings:
 
 @dataclass(frozen=True, slots=True)
 class DatabaseSettings:
+    """Either DATABASE_URL (local stack, an existing database), or in AWS the proxy endpoint
+    (DATABASE_HOST) and the Secrets Manager secret holding the credentials
+    (DATABASE_SECRET_ID, an ARN or a name), read on the first connection, never at cold
+    start."""
+
     url: str
+    secret_id: str | None = None
 
     @classmethod
     def from_env(cls) -> DatabaseSettings:
-        return cls(url=_url("DATABASE_URL", ("postgresql", "postgres")))
+        if os.environ.get("DATABASE_URL"):
+            return cls(url=_url("DATABASE_URL", ("postgresql", "postgres")))
+        host = os.environ.get("DATABASE_HOST", "").strip()
+        secret = os.environ.get("DATABASE_SECRET_ID", "").strip()
+        if not host or not secret:
+            raise ConfigurationError(
+                "DATABASE_URL, or DATABASE_HOST with DATABASE_SECRET_ID, is required"
+            )
+        port = _int("DATABASE_PORT", 5432, 1, 65535)
+        name = os.environ.get("DATABASE_NAME", "leaderboard")
+        sslmode = os.environ.get("DATABASE_SSLMODE", "require")
+        return cls(url=f"postgresql://{host}:{port}/{name}?sslmode={sslmode}", secret_id=secret)
+
+    def connection_url(self) -> str:
+        """The URL with credentials (fetched from Secrets Manager when configured so)."""
+        if self.secret_id is None:
+            return self.url
+        import json
+        from urllib.parse import quote
+
+        import boto3
+
+        secret = json.loads(
+            boto3.client("secretsmanager").get_secret_value(SecretId=self.secret_id)["SecretString"]
+        )
+        user, password = quote(secret["username"], safe=""), quote(secret["password"], safe="")
+        return self.url.replace("postgresql://", f"postgresql://{user}:{password}@", 1)

@@ -14,5 +14,7 @@ from aws_lambda_powertools import Logger, Metrics, Tracer
 warnings.filterwarnings("ignore", message="No application metrics to publish")
 
 logger = Logger()
-tracer = Tracer()
+# No auto-patching: it would import every SDK it can find (the read path must not pull in
+# botocore); functions that call AWS patch botocore themselves.
+tracer = Tracer(auto_patch=False)
 metrics = Metrics()

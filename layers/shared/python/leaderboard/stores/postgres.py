@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from importlib import resources
 from typing import Any
@@ -28,13 +28,20 @@ _MIGRATION_LOCK = 72_201_001  # advisory lock id: one migrator at a time
 class Database:
     """A lazily opened, self-healing connection (autocommit; writes use transaction())."""
 
-    def __init__(self, url: str, *, connect_timeout: int = 5) -> None:
-        self.url = url
+    def __init__(self, url: str | Callable[[], str], *, connect_timeout: int = 5) -> None:
+        self._url = url
         self.connect_timeout = connect_timeout
         self._conn: psycopg.Connection[Any] | None = None
         # One connection per execution environment; Lambda runs one request at a time, the
         # lock keeps threaded callers (the local stack, tests) from interleaving transactions.
         self._lock = threading.RLock()
+
+    @property
+    def url(self) -> str:
+        """The connection URL; a provider (credentials from a secret) is resolved once."""
+        if callable(self._url):
+            self._url = self._url()
+        return self._url
 
     def connection(self) -> psycopg.Connection[Any]:
         if self._conn is None or self._conn.closed or self._conn.broken:

@@ -1,0 +1,281 @@
+"""The deployment template's rules, checked on the parsed template.yaml (acceptance 2 of the
+deployment work), and what each function imports at cold start (acceptance 1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from devstack.template import ROOT, load
+
+TEMPLATE = load()
+RESOURCES = TEMPLATE.raw["Resources"]
+GLOBALS = TEMPLATE.raw["Globals"]["Function"]
+FUNCTIONS = {n: r for n, r in RESOURCES.items() if r["Type"] == "AWS::Serverless::Function"}
+# Public reads by design; every other route needs a token.
+PUBLIC = {
+    "GET /boards",
+    "GET /boards/{board_id}",
+    "GET /boards/{board_id}/entries",
+    "GET /boards/{board_id}/periods",
+    "GET /boards/{board_id}/players/{player_id}",
+    "GET /boards/{board_id}/players/{player_id}/around",
+    "GET /health",
+}
+ADMIN = {
+    "PUT /boards/{board_id}",
+    "DELETE /boards/{board_id}/players/{player_id}",
+    "POST /boards/{board_id}/rebuild",
+}
+
+
+def _ref(value):
+    return value.get("Ref") if isinstance(value, dict) else None
+
+
+def _getatt(value):
+    """(resource, attribute) of a GetAtt in either of its YAML forms."""
+    target = value["Fn::GetAtt"]
+    return tuple(target.split(".", 1)) if isinstance(target, str) else tuple(target)
+
+
+def _sqs_sources():
+    for name, res in FUNCTIONS.items():
+        for event in res["Properties"].get("Events", {}).values():
+            if event["Type"] == "SQS":
+                yield name, res, event["Properties"]
+
+
+def test_every_function_is_python313_arm64_traced_in_the_vpc():
+    assert GLOBALS["Runtime"] == "python3.13" and GLOBALS["Architectures"] == ["arm64"]
+    assert GLOBALS["Tracing"] == "Active"
+    assert GLOBALS["VpcConfig"]["SubnetIds"] == {"Ref": "SubnetIds"}
+    for name, res in FUNCTIONS.items():
+        props = res["Properties"]
+        assert "Runtime" not in props and "Architectures" not in props, name
+        assert res.get("Metadata", {}).get("BuildMethod") == "makefile", name
+
+
+def test_queue_visibility_is_six_times_the_consumer_timeout_with_partial_failures():
+    sources = list(_sqs_sources())
+    assert sources, "the persister must consume the score queue"
+    for name, res, props in sources:
+        queue = RESOURCES[_getatt(props["Queue"])[0]]["Properties"]
+        timeout = res["Properties"].get("Timeout", GLOBALS["Timeout"])
+        assert queue["VisibilityTimeout"] >= 6 * timeout, name
+        assert "ReportBatchItemFailures" in props["FunctionResponseTypes"], name
+        assert props["BatchSize"] >= 100 and props["MaximumBatchingWindowInSeconds"] > 0
+        assert _ref(props["ScalingConfig"]["MaximumConcurrency"]) == "PersisterMaxConcurrency"
+        assert "DeadLetterQueue" not in res["Properties"], "a function DLQ does not apply to SQS"
+
+
+def test_dead_letter_queue_with_redrive_limit_and_alarm():
+    redrive = RESOURCES["ScoreQueue"]["Properties"]["RedrivePolicy"]
+    dlq = _getatt(redrive["deadLetterTargetArn"])[0]
+    assert RESOURCES[dlq]["Type"] == "AWS::SQS::Queue" and 1 < redrive["maxReceiveCount"] <= 10
+    alarms = [r["Properties"] for r in RESOURCES.values() if r["Type"] == "AWS::CloudWatch::Alarm"]
+    on_dlq = [
+        a
+        for a in alarms
+        if any(
+            isinstance(d["Value"], dict)
+            and "Fn::GetAtt" in d["Value"]
+            and _getatt(d["Value"]) == (dlq, "QueueName")
+            for d in a["Dimensions"]
+        )
+    ]
+    assert on_dlq and on_dlq[0]["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    assert on_dlq[0]["Threshold"] == 0
+    metrics = {a["MetricName"] for a in alarms}
+    assert {"5xx", "ApproximateAgeOfOldestMessage", "Errors"} <= metrics
+    with_errors = {_ref(a["Dimensions"][0]["Value"]) for a in alarms if a["MetricName"] == "Errors"}
+    assert with_errors == set(FUNCTIONS) - {"MigrationsFunction"}
+    assert all(a["AlarmActions"] == [{"Ref": "AlarmTopic"}] for a in alarms)
+
+
+def test_every_function_logs_to_its_own_group_with_retention():
+    groups = []
+    for name, res in FUNCTIONS.items():
+        group = _ref(res["Properties"]["LoggingConfig"]["LogGroup"])
+        assert RESOURCES[group]["Type"] == "AWS::Logs::LogGroup", name
+        assert _ref(RESOURCES[group]["Properties"]["RetentionInDays"]) == "LogRetentionDays"
+        groups.append(group)
+    assert len(set(groups)) == len(FUNCTIONS)
+
+
+def _statements():
+    for name, res in RESOURCES.items():
+        props = res.get("Properties", {})
+        for policy in props.get("Policies", []) if isinstance(props.get("Policies"), list) else []:
+            if isinstance(policy, dict) and "Statement" in policy:
+                yield name, policy["Statement"]
+            if isinstance(policy, dict) and "PolicyDocument" in policy:
+                yield name, policy["PolicyDocument"]["Statement"]
+        if res["Type"] == "AWS::IAM::ManagedPolicy":
+            yield name, props["PolicyDocument"]["Statement"]
+
+
+def test_no_wildcard_actions_or_resources_on_data():
+    found = 0
+    for name, statements in _statements():
+        for statement in statements:
+            actions = (
+                statement["Action"]
+                if isinstance(statement["Action"], list)
+                else [statement["Action"]]
+            )
+            assert all("*" not in a for a in actions), (name, actions)
+            assert statement["Resource"] != "*", (name, statement)
+            found += 1
+    assert found >= 4
+
+
+def test_every_route_has_an_authorizer_or_is_a_deliberate_public_read():
+    keys = {r.route_key for r in TEMPLATE.routes}
+    assert keys == PUBLIC | ADMIN | {"POST /boards/{board_id}/scores"}
+    assert TEMPLATE.default_authorizer == "LeaderboardJwt"
+    for route in TEMPLATE.routes:
+        if route.route_key in PUBLIC:
+            assert route.method == "GET" and route.authorizer is None, route.route_key
+        else:
+            assert route.authorizer == "LeaderboardJwt", route.route_key
+        if route.route_key in ADMIN:
+            assert route.scopes == ("leaderboard/admin",), route.route_key
+    assert not any("{proxy+}" in r.path for r in TEMPLATE.routes)
+
+
+def test_no_nat_gateway_needed_and_stores_are_private():
+    endpoints = {
+        r["Properties"]["ServiceName"]["Fn::Sub"].rsplit(".", 1)[1]
+        for r in RESOURCES.values()
+        if r["Type"] == "AWS::EC2::VPCEndpoint"
+    }
+    assert endpoints == {"sqs", "secretsmanager"}
+    assert not any(r["Type"] == "AWS::EC2::NatGateway" for r in RESOURCES.values())
+    assert RESOURCES["DatabaseInstance"]["Properties"]["PubliclyAccessible"] is False
+    assert RESOURCES["DatabaseProxy"]["Properties"]["RequireTLS"] is True
+    assert RESOURCES["DatabaseCluster"]["Properties"]["ManageMasterUserPassword"] is True
+    assert RESOURCES["ServingCache"]["Properties"]["Engine"] == "valkey"
+    assert GLOBALS["Environment"]["Variables"]["REDIS_URL"]["Fn::If"][1]["Fn::Sub"].startswith(
+        "rediss://"
+    )  # TLS
+
+
+def test_schedules_and_migrations():
+    events = {name: res["Properties"].get("Events", {}) for name, res in FUNCTIONS.items()}
+    relay = [e["Properties"]["ScheduleExpression"] for e in events["OutboxRelayFunction"].values()]
+    assert relay == ["rate(1 minute)"]
+    rollover = {
+        json.loads(e["Properties"]["Input"])["kinds"][0]: e["Properties"]["ScheduleExpression"]
+        for e in events["RolloverFunction"].values()
+    }
+    assert rollover == {
+        "daily": "cron(5 0 * * ? *)",
+        "weekly": "cron(5 0 ? * MON *)",
+        "monthly": "cron(5 0 1 * ? *)",
+    }
+    custom = RESOURCES["DatabaseMigrations"]["Properties"]
+    assert _getatt(custom["ServiceToken"]) == ("MigrationsFunction", "Arn")
+    assert _ref(custom["SharedLayer"]) == "SharedLayer"  # new code, migrations run again
+
+
+@pytest.fixture(scope="module")
+def host_layers(tmp_path_factory):
+    """Each dependency layer installed for this machine from the same pins, so a function can
+    be imported with nothing but its own layers on the path, as in Lambda."""
+    base = tmp_path_factory.mktemp("layers")
+    folders = {}
+    for layer in ("DepsCoreLayer", "DepsAwsLayer", "DepsPostgresLayer"):
+        content = ROOT / RESOURCES[layer]["Properties"]["ContentUri"]
+        target = base / layer
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--no-deps",
+                "--disable-pip-version-check",
+                "-r",
+                str(content / "requirements.txt"),
+                "--target",
+                str(target),
+            ],
+            check=True,
+        )
+        folders[layer] = target
+    return folders
+
+
+_PROBE = """
+import importlib.util, json, sys
+code, shared, layers = sys.argv[1], sys.argv[2], sys.argv[3:]
+sys.path[:] = [p for p in sys.path if "site-packages" not in p]  # the stdlib only
+sys.path[:0] = [code, shared, *layers]
+before = set(sys.modules)
+spec = importlib.util.spec_from_file_location("app", code + "/app.py")
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+third = set()
+for name in set(sys.modules) - before:
+    origin = getattr(sys.modules[name], "__file__", None) or ""
+    if any(origin.startswith(layer) for layer in layers):
+        third.add(name.split(".")[0])
+print(json.dumps(sorted(third)))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_each_function_imports_with_only_its_layers(name, host_layers):
+    spec = TEMPLATE.functions[name]
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "REDIS_URL": "redis://127.0.0.1:1/0",
+        "DATABASE_URL": "postgresql://u@127.0.0.1:1/db",
+        "SCORE_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/000000000000/scores",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "POWERTOOLS_SERVICE_NAME": name,
+    }
+    layers = [str(host_layers[layer]) for layer in spec.layers if layer in host_layers]
+    # The python3.13 runtime bundles boto3/botocore (the X-Ray SDK needs botocore): last on
+    # the path, as there.
+    layers.append(str(host_layers["DepsAwsLayer"]))
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-I",
+            "-c",
+            _PROBE,
+            str(spec.code_dir),
+            str(ROOT / "layers/shared/python"),
+            *layers,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, f"{name} fails to import with its layers:\n{result.stderr}"
+    imported = set(json.loads(result.stdout))
+    if name == "ApiReadFunction":
+        assert not imported & {"boto3", "psycopg"}, "the read path stays lean"
+    if name == "ApiWriteFunction":
+        assert "boto3" in imported and "psycopg" not in imported
+    if name == "PersisterFunction":
+        assert "psycopg" in imported and "boto3" not in imported
+
+
+def test_layers_are_fully_pinned():
+    for layer in ("DepsCoreLayer", "DepsAwsLayer", "DepsPostgresLayer"):
+        lines = (
+            (ROOT / RESOURCES[layer]["Properties"]["ContentUri"] / "requirements.txt")
+            .read_text()
+            .splitlines()
+        )
+        pins = [line for line in lines if line.strip() and not line.startswith("#")]
+        assert pins and all("==" in line for line in pins), layer
