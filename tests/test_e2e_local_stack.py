@@ -186,6 +186,9 @@ SAMPLE_EVENTS = [
     ("api_admin", "api_admin_health", lambda r: r["statusCode"] == 200),
     ("rollover", "rollover_weekly", lambda r: r["complete"] is True and r["boards"] >= 1),
     ("outbox_relay", "outbox_relay_scheduled", lambda r: r["boards"] >= 1),
+    ("persister", "persister_sqs_batch", lambda r: r == {"batchItemFailures": []}),
+    # Without a ResponseURL (CloudFormation's pre-signed URL) the result is only returned.
+    ("migrations", "migrations_create", lambda r: r["Status"] == "SUCCESS"),
     ("api_admin", "api_admin_delete_player", lambda r: r["statusCode"] == 204),
 ]
 
