@@ -156,3 +156,19 @@ def test_rebuild_route_and_a_put_on_a_lost_board(
         ).status
         == 200
     )
+
+
+def test_one_rebuild_at_a_time(index, database_url, board_id, clock):
+    from leaderboard.domain.errors import Conflict
+
+    db = Database(database_url)
+    BoardAdminService(db, index, clock).put_board(board_id, {}, ADMIN)
+    rebuilder = Rebuilder(db, index)
+    assert index.lock_rebuild(board_id)  # someone else is rebuilding it
+    with pytest.raises(Conflict):
+        rebuilder.rebuild(board_id)
+    index.client.delete(f"lb:{{{board_id}}}:cfg")  # lost meanwhile: recover() leaves it
+    assert board_id not in {r.board_id for r in rebuilder.recover(queue_in_flight=0, now_ms=0)}
+    index.unlock_rebuild(board_id)
+    assert board_id in {r.board_id for r in rebuilder.recover(queue_in_flight=0, now_ms=0)}
+    assert not index.client.exists(f"lb:{{{board_id}}}:rebuilding")  # released

@@ -154,7 +154,7 @@ def test_no_nat_gateway_needed_and_stores_are_private():
         for r in RESOURCES.values()
         if r["Type"] == "AWS::EC2::VPCEndpoint"
     }
-    assert endpoints == {"sqs", "secretsmanager"}
+    assert endpoints == {"sqs", "secretsmanager", "s3"}  # s3: CloudFormation response URL
     assert not any(r["Type"] == "AWS::EC2::NatGateway" for r in RESOURCES.values())
     assert RESOURCES["DatabaseInstance"]["Properties"]["PubliclyAccessible"] is False
     assert RESOURCES["DatabaseProxy"]["Properties"]["RequireTLS"] is True
@@ -181,6 +181,16 @@ def test_schedules_and_migrations():
     custom = RESOURCES["DatabaseMigrations"]["Properties"]
     assert _getatt(custom["ServiceToken"]) == ("MigrationsFunction", "Arn")
     assert _ref(custom["SharedLayer"]) == "SharedLayer"  # new code, migrations run again
+    assert custom["ServiceTimeout"] <= 900
+    assert custom["Database"]["Fn::If"][1] == {"Ref": "DatabaseProxyTargets"}  # after the DB
+    for name in ("OutboxRelayFunction", "RolloverFunction"):  # a run never overlaps the last
+        assert FUNCTIONS[name]["Properties"]["ReservedConcurrentExecutions"] == 1
+
+
+def test_every_function_may_read_the_database_secret():
+    for name, res in FUNCTIONS.items():
+        assert {"Ref": "DatabaseSecretRead"} in res["Properties"]["Policies"], name
+    assert "DATABASE_SECRET_ID" in GLOBALS["Environment"]["Variables"]
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,12 @@ result goes back to CloudFormation through the pre-signed ResponseURL.
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
+import psycopg
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from leaderboard.api.observability import logger
@@ -42,13 +45,26 @@ def _respond(
         response.read()
 
 
+def _with_retries(step: Callable[[], list[str]], attempts: int = 12) -> list[str]:
+    """A new database (or its proxy) may take a few minutes to accept connections."""
+    for attempt in range(1, attempts + 1):
+        try:
+            return step()
+        except psycopg.OperationalError:
+            if attempt == attempts:
+                raise
+            logger.info("database not reachable yet, retrying", extra={"attempt": attempt})
+            time.sleep(10)
+    raise AssertionError("unreachable")
+
+
 @logger.inject_lambda_context(clear_state=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = event.get("RequestType")
     data: dict[str, Any] = {"applied": ""}
     try:
         if request in ("Create", "Update"):
-            applied = apply_migrations(database.connection_url())
+            applied = _with_retries(lambda: apply_migrations(database.connection_url()))
             data["applied"] = ",".join(applied)
             logger.info("migrations applied", extra={"applied": applied})
         status, reason = "SUCCESS", f"{request}: ok"

@@ -34,13 +34,12 @@ rebuilder = Rebuilder(db, index)
 @metrics.log_metrics(raise_on_empty_metrics=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     min_age = event.get("min_age_ms") if isinstance(event, dict) else None
-    if isinstance(min_age, int) and min_age >= 0:
-        relay.min_age_ms = min_age
+    min_age = min_age if isinstance(min_age, int) and min_age >= 0 else None  # this run only
     rebuilt = rebuilder.recover(queue_in_flight=queue.in_flight(), now_ms=index.server_time_ms())
     for done in rebuilt:
         logger.info("board rebuilt from the record", extra=done.to_json())
     metrics.add_metric(name="BoardsRebuilt", unit="Count", value=len(rebuilt))
-    report = relay.run([board.board_id for board in boards.all()])
+    report = relay.run([board.board_id for board in boards.all()], min_age_ms=min_age)
     metrics.add_metric(name="OutboxEventsRelayed", unit="Count", value=report.sent)
     logger.info("outbox relayed", extra=dataclasses.asdict(report))
     return dataclasses.asdict(report) | {"rebuilt": [r.board_id for r in rebuilt]}

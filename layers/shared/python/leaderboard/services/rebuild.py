@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 
 from leaderboard.domain.boards import BoardConfig
-from leaderboard.domain.errors import NotFound
+from leaderboard.domain.errors import Conflict, NotFound
 from leaderboard.stores.postgres import BoardRepository, Database
 from leaderboard.stores.redis_index import RedisIndex
 
@@ -63,6 +63,8 @@ class Rebuilder:
         """
         reports = []
         for board_id in self.lost_boards():
+            if self.index.client.exists(f"lb:{{{board_id}}}:rebuilding"):
+                continue  # being rebuilt right now (by an admin or a previous run)
             waited = now_ms - self.index.lost_since_ms(board_id, now_ms)
             if queue_in_flight == 0 or waited >= max_wait_ms:
                 reports.append(self.rebuild(board_id))
@@ -81,6 +83,25 @@ class Rebuilder:
         if board is None:
             raise NotFound(f"board {board_id!r} does not exist", board_id=board_id)
         report = RebuildReport(board_id)
+        if not self.index.lock_rebuild(board_id):
+            raise Conflict(f"a rebuild of board {board_id!r} is already in progress")
+        try:
+            self._rebuild(board, report)
+        finally:
+            self.index.unlock_rebuild(board_id)
+        report.seconds = round(time.perf_counter() - started, 3)
+        log.info(
+            "rebuild of %s done: %d entries in %d sorted sets, %d players, %.1f s",
+            board_id,
+            report.entries,
+            report.sorted_sets,
+            report.players,
+            report.seconds,
+        )
+        return report
+
+    def _rebuild(self, board: BoardConfig, report: RebuildReport) -> None:
+        board_id = board.board_id
         self.index.hide_board(board_id)
         log.info("rebuild of %s started", board_id)
         with self.db.transaction() as conn:
@@ -114,16 +135,6 @@ class Rebuilder:
         report.version = int(row[0] or 0) + VERSION_GAP if row else VERSION_GAP
         self.index.set_sequence(board_id, report.version)
         self.index.publish_board(board)  # last: from now on the board takes writes again
-        report.seconds = round(time.perf_counter() - started, 3)
-        log.info(
-            "rebuild of %s done: %d entries in %d sorted sets, %d players, %.1f s",
-            board_id,
-            report.entries,
-            report.sorted_sets,
-            report.players,
-            report.seconds,
-        )
-        return report
 
     def _flush(
         self,

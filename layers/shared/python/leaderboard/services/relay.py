@@ -53,9 +53,10 @@ class OutboxRelay:
         self.min_age_ms = min_age_ms
         self.batch = batch
 
-    def run(self, board_ids: list[str]) -> RelayReport:
+    def run(self, board_ids: list[str], min_age_ms: int | None = None) -> RelayReport:
         report = RelayReport()
-        cutoff = self.index.server_time_ms() - self.min_age_ms
+        age = self.min_age_ms if min_age_ms is None else min_age_ms
+        cutoff = self.index.server_time_ms() - age
         for board_id in board_ids:
             report.boards += 1
             while True:

@@ -29,7 +29,8 @@ class Database:
     """A lazily opened, self-healing connection (autocommit; writes use transaction())."""
 
     def __init__(self, url: str | Callable[[], str], *, connect_timeout: int = 5) -> None:
-        self._url = url
+        self._provider = url if callable(url) else None
+        self._url: str | None = None if callable(url) else url
         self.connect_timeout = connect_timeout
         self._conn: psycopg.Connection[Any] | None = None
         # One connection per execution environment; Lambda runs one request at a time, the
@@ -38,9 +39,11 @@ class Database:
 
     @property
     def url(self) -> str:
-        """The connection URL; a provider (credentials from a secret) is resolved once."""
-        if callable(self._url):
-            self._url = self._url()
+        """The connection URL; a provider (credentials from a secret) is asked once, and again
+        after a failed connection (the secret may have been rotated)."""
+        if self._url is None:
+            assert self._provider is not None
+            self._url = self._provider()
         return self._url
 
     def connection(self) -> psycopg.Connection[Any]:
@@ -50,6 +53,8 @@ class Database:
                     self.url, connect_timeout=self.connect_timeout, autocommit=True
                 )
             except psycopg.OperationalError as exc:
+                if self._provider is not None:
+                    self._url = None  # re-read the credentials next time
                 raise Unavailable("the database is unavailable", retry_after=2) from exc
         return self._conn
 
@@ -83,7 +88,7 @@ def migration_files() -> list[tuple[str, str]]:
     return [(name, folder.joinpath(name).read_text()) for name in files]
 
 
-def apply_migrations(url: str, *, upto: str | None = None) -> list[str]:
+def apply_migrations(url: str, *, upto: str | None = None, connect_timeout: int = 10) -> list[str]:
     """Apply pending migrations in order, each in its own transaction; returns those applied.
 
     Safe to run concurrently (advisory lock) and repeatedly (recorded with a checksum; an edited
@@ -91,7 +96,7 @@ def apply_migrations(url: str, *, upto: str | None = None) -> list[str]:
     the named migration (to reproduce an older schema).
     """
     applied: list[str] = []
-    with psycopg.connect(url, autocommit=True) as conn:
+    with psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout) as conn:
         conn.execute("SELECT pg_advisory_lock(%s)", (_MIGRATION_LOCK,))
         try:
             conn.execute(

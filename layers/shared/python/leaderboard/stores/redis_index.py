@@ -308,6 +308,17 @@ class RedisIndex:
         return int(previous) if previous is not None else now_ms
 
     @guarded
+    def lock_rebuild(self, board_id: str, seconds: int = 900) -> bool:
+        """Take the board's rebuild lock (one rebuild at a time); False if someone has it."""
+        return bool(
+            self.client.set(BoardKeys(board_id).prefix + "rebuilding", 1, nx=True, ex=seconds)
+        )
+
+    @guarded
+    def unlock_rebuild(self, board_id: str) -> None:
+        self.client.delete(BoardKeys(board_id).prefix + "rebuilding")
+
+    @guarded
     def hide_board(self, board_id: str) -> int:
         """Take a board out of service and clear its serving data (the start of a rebuild)."""
         keys = BoardKeys(board_id)
