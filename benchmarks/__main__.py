@@ -1,42 +1,152 @@
-"""`make bench`: run the benchmarks on embedded real stores and write results/ and a table."""
+"""`make bench`: every benchmark on embedded real stores, in one run (ratios are quoted
+within a run: these machines are shared and noisy). Writes bench-results/results.json and
+bench-results/benchmarks.png, and prints a table per suite.
+
+BENCH_SIZES (default 10000,100000,1000000) sets the board sizes of the API suite,
+BENCH_ENTRIES the rollover/rebuild size, BENCH_EVENTS the persister workload.
+"""
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import os
+import time
 from pathlib import Path
+from typing import Any
 
-from benchmarks import bulk
 from devstack.servers import EmbeddedPostgres, EmbeddedValkey
 from leaderboard.stores.postgres import apply_migrations
 
 RESULTS = Path(__file__).resolve().parent.parent / "bench-results"
 
 
+def _ints(name: str, default: str) -> list[int]:
+    return [int(x) for x in os.environ.get(name, default).split(",") if x.strip()]
+
+
+def _table(title: str, rows: list[dict[str, Any]]) -> None:
+    print(f"\n== {title}")
+    if not rows:
+        print("(no rows)")
+        return
+    columns = list(rows[0])
+    widths = {c: max(len(c), *(len(_fmt(r.get(c))) for r in rows)) for c in columns}
+    print("  ".join(c.rjust(widths[c]) for c in columns))
+    for row in rows:
+        print("  ".join(_fmt(row.get(c)).rjust(widths[c]) for c in columns))
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.2f}" if abs(value) < 1000 else f"{value:.0f}"
+    return str(value)
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument(
-        "--entries", type=int, default=int(os.environ.get("BENCH_ENTRIES", "1000000"))
-    )
-    args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     RESULTS.mkdir(exist_ok=True)
+    started = time.perf_counter()
+    results: dict[str, Any] = {}
+    from benchmarks import api_latency, bulk, cold_start, persister_throughput
+
     with EmbeddedValkey() as valkey, EmbeddedPostgres() as postgres:
-        url = postgres.create_database("bench")
-        apply_migrations(url)
-        results = bulk.run(valkey.url, url, args.entries)
-    rows = bulk.as_rows(results)
-    (RESULTS / "bulk.json").write_text(json.dumps(rows, indent=2))
-    print(f"{'step':<10} {'entries':>10} {'seconds':>9} {'entries/s':>11} {'peak RSS +MB':>13}")
-    for r in rows:
-        print(
-            f"{r['name']:<10} {r['entries']:>10} {r['seconds']:>9} "
-            f"{r['entries_per_second']:>11} {r['peak_rss_growth_mb']:>13}"
+        database_url = postgres.create_database("bench")
+        apply_migrations(database_url)
+        results["api"] = api_latency.run(valkey.url, _ints("BENCH_SIZES", "10000,100000,1000000"))
+        results["api_summary"] = api_latency.summary(results["api"])
+        results["persister"] = persister_throughput.run(
+            database_url, events=_ints("BENCH_EVENTS", "100000")[0]
         )
-    print(f"results in {RESULTS / 'bulk.json'}")
+        results["bulk"] = bulk.as_rows(
+            bulk.run(valkey.url, database_url, _ints("BENCH_ENTRIES", "1000000")[0])
+        )
+    results["cold_start"] = cold_start.run()
+    results["seconds"] = round(time.perf_counter() - started, 1)
+    (RESULTS / "results.json").write_text(json.dumps(results, indent=2, default=str))
+    _table("API operations through the real handlers vs the bare redis-py floor", results["api"])
+    print("summary:", json.dumps(results["api_summary"], default=str))
+    _table("Persister vs a raw COPY of the same rows", results["persister"])
+    _table("Rollover and rebuild", results["bulk"])
+    _table("Cold start: function import vs its own dependencies", results["cold_start"])
+    _plot(results, RESULTS / "benchmarks.png")
+    print(f"\nresults in {RESULTS}/results.json and benchmarks.png ({results['seconds']} s)")
     return 0
+
+
+def _plot(results: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(2, 2, figsize=(14, 9))
+    api = results["api"]
+    sizes = sorted({r["size"] for r in api})
+    ops = sorted({r["op"] for r in api})
+    ax = axes[0][0]
+    width = 0.8 / max(1, len(sizes))
+    for n, size in enumerate(sizes):
+        rows = {r["op"]: r for r in api if r["size"] == size}
+        ax.bar(
+            [i + n * width for i in range(len(ops))],
+            [rows[o]["handler_p50_us"] if o in rows else 0 for o in ops],
+            width,
+            label=f"handler p50, {size:,} entries",
+        )
+        ax.scatter(
+            [i + n * width for i in range(len(ops))],
+            [rows[o]["floor_p50_us"] if o in rows else 0 for o in ops],
+            color="black",
+            s=12,
+            zorder=3,
+        )
+    ax.set_xticks(
+        [i + width * (len(sizes) - 1) / 2 for i in range(len(ops))],
+        ops,
+        rotation=30,
+        ha="right",
+        fontsize=8,
+    )
+    ax.set_ylabel("µs (dots: bare redis-py floor)")
+    ax.set_title("API operations, warm, p50")
+    ax.legend(fontsize=8)
+
+    ax = axes[0][1]
+    persister = results["persister"]
+    ax.bar(
+        [r.get("name", str(i)) for i, r in enumerate(persister)],
+        [r.get("events_per_second", 0) for r in persister],
+    )
+    ax.set_title("Persister events/s vs raw COPY of the same rows")
+    ax.set_ylabel("events per second")
+
+    ax = axes[1][0]
+    bulk_rows = results["bulk"]
+    ax.bar([r["name"] for r in bulk_rows], [r["entries_per_second"] for r in bulk_rows])
+    for i, r in enumerate(bulk_rows):
+        ax.annotate(
+            f"{r['seconds']} s, +{r['peak_rss_growth_mb']} MB",
+            (i, 0),
+            textcoords="offset points",
+            xytext=(0, 5),
+            ha="center",
+            fontsize=8,
+        )
+    ax.set_title(f"Rollover and rebuild of {bulk_rows[0]['entries']:,} entries")
+    ax.set_ylabel("entries per second")
+
+    ax = axes[1][1]
+    cold = results["cold_start"]
+    names = [r.get("function", str(i)) for i, r in enumerate(cold)]
+    ax.bar(names, [r.get("import_ms", 0) for r in cold], label="function import")
+    ax.bar(names, [r.get("dependencies_ms", 0) for r in cold], label="its dependencies", alpha=0.6)
+    ax.tick_params(axis="x", rotation=30, labelsize=8)
+    ax.set_ylabel("ms")
+    ax.set_title("Cold start imports")
+    ax.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":

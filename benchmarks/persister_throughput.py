@@ -1,0 +1,485 @@
+"""Persister throughput: SQS batches of score events into PostgreSQL, against a raw COPY floor.
+
+Generates realistic score events (one best-score board, 20k players, 2 regions, all-time, daily
+and weekly periods crossing midnight into a new week, 3 or 6 scores per event, ~30% with
+metadata, a few evictions, increasing versions), turns them into Lambda SQS events of `batch`
+records and calls the real persister handler (functions/persister/app.py, loaded as the local
+runtime loads it) in this process: the time runs from the SQS event to the committed rows.
+
+The floor writes the same rows -- the score_events rows, and per batch the standings and
+metadata rows the persister's upsert writes, folded in Python beforehand -- with plain psycopg
+COPY, one transaction per batch, into fresh tables shaped like the real ones (score_events with
+its indexes; standings and player_metadata keyed by their real key plus version, since the same
+key is written again by later batches).
+
+    PYTHONPATH=layers/shared/python:. .venv/bin/python -m benchmarks.persister_throughput
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import os
+import random
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import psycopg
+
+from devstack.queue_consumer import sqs_record
+from devstack.runtime import load_handler, make_context
+from devstack.template import FunctionSpec
+from devstack.template import load as load_template
+from leaderboard.domain.events import Eviction, ScoreEvent, Standing
+from leaderboard.domain.periods import current_periods
+
+FUNCTION = "PersisterFunction"
+REGIONS = ("EU", "NA")
+QUEUE_ARN = "arn:aws:sqs:us-east-1:000000000000:leaderboard-scores"
+START = datetime(2026, 11, 22, 20, 0, tzinfo=UTC)  # a Sunday: midnight opens a day and a week
+SPAN = timedelta(hours=8)
+TARGET_RATIO = 0.25
+TARGET_EVENTS_PER_S = 20_000
+
+StandingKey = tuple[str, str, str, str]  # board, period, region ('' = global), player
+StandingRow = tuple[str, str, str, str, float, int, int | None, bool]
+MetadataRow = tuple[str, str, str | None, int]
+EventRow = tuple[str, str, str, int, datetime, str]
+
+
+# --- the workload ---------------------------------------------------------------------------
+
+
+def make_events(
+    board_id: str, count: int, *, players: int = 20_000, seed: int = 7, first_version: int = 1
+) -> list[ScoreEvent]:
+    """`count` events as the write path emits them for a best-score board."""
+    rng = random.Random(seed)
+    ids = random.Random(f"{board_id}/{seed}")  # event ids of its own for every board
+    home = [rng.choice((*REGIONS, *REGIONS, None)) for _ in range(players)]  # 40/40/20
+    skill = [rng.gauss(1000, 250) for _ in range(players)]
+    best: dict[tuple[str, str | None, int], float] = {}
+    clans = ("red", "blue", "green", "gold")
+    events = []
+    for i in range(count):
+        at = START + SPAN * i / max(1, count)
+        periods = current_periods(at)
+        period_ids = (periods["all-time"].id, periods["daily"].id, periods["weekly"].id)
+        p = int(players * rng.random() ** 1.3)  # some players play more than others
+        region = home[p] if rng.random() < 0.95 else None
+        score = max(0, round(rng.gauss(skill[p], 200)))
+        standings = []
+        for period in period_ids:
+            for where in (None, region) if region else (None,):
+                old = best.get((period, where, p))
+                changed = old is None or score > old
+                if changed:
+                    best[(period, where, p)] = score
+                # a regional board with max_entries may leave a weak new score out
+                kept = not (where and changed and old is None and score < 450)
+                standings.append(
+                    Standing(
+                        period, where, score if changed else old or 0, 1 if kept else None, changed
+                    )
+                )
+        evictions = []
+        if rng.random() < 0.03:  # max_entries pushed someone out of one of these boards
+            for _ in range(rng.choice((1, 1, 2))):
+                other = rng.randrange(players)
+                if other != p:
+                    evictions.append(
+                        Eviction(
+                            period=rng.choice(period_ids),
+                            region=rng.choice((None, region)),
+                            player_id=f"player-{other:05d}",
+                            gone=rng.random() < 0.2,
+                        )
+                    )
+        metadata = None
+        if rng.random() < 0.3:
+            metadata = {
+                "name": f"Player {p}",
+                "level": rng.randint(1, 80),
+                "clan": rng.choice(clans),
+            }
+        events.append(
+            ScoreEvent(
+                event_id=str(uuid.UUID(int=ids.getrandbits(128), version=4)),
+                board_id=board_id,
+                player_id=f"player-{p:05d}",
+                operation="best",
+                submitted_score=score,
+                region=region,
+                metadata=metadata,
+                version=first_version + i,
+                applied=any(s.changed for s in standings),
+                occurred_at_ms=int(at.timestamp() * 1000),
+                standings=tuple(standings),
+                evictions=tuple(evictions),
+            )
+        )
+    return events
+
+
+def sqs_events(bodies: Sequence[str], batch: int, *, seed: int = 11) -> list[dict[str, Any]]:
+    """Lambda SQS events of up to `batch` records each, as the event source mapping sends."""
+    rng = random.Random(seed)
+    sent_ms = int(START.timestamp() * 1000)
+    out = []
+    for start in range(0, len(bodies), batch):
+        records = []
+        for body in bodies[start : start + batch]:
+            message_id = str(uuid.UUID(int=rng.getrandbits(128), version=4))
+            message = {
+                "MessageId": message_id,
+                "ReceiptHandle": f"bench-{message_id}",
+                "Body": body,
+                "Attributes": {
+                    "ApproximateReceiveCount": "1",
+                    "SentTimestamp": str(sent_ms),
+                    "SenderId": "AROAEXAMPLE:leaderboard-api-write",
+                    "ApproximateFirstReceiveTimestamp": str(sent_ms + 5),
+                },
+                "MD5OfBody": hashlib.md5(body.encode(), usedforsecurity=False).hexdigest(),
+            }
+            records.append(sqs_record(message, QUEUE_ARN, "us-east-1"))
+        out.append({"Records": records})
+    return out
+
+
+# --- the rows the persister writes, folded in Python (the same rules as stores/standings.py) --
+
+
+@dataclass
+class BatchRows:
+    events: list[EventRow] = field(default_factory=list)
+    standings: list[StandingRow] = field(default_factory=list)
+    metadata: list[MetadataRow] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.events) + len(self.standings) + len(self.metadata)
+
+
+def fold_batch(events: Sequence[ScoreEvent]) -> BatchRows:
+    """What one batch inserts or upserts: its events, then per (period, region, player) the
+    newest state (an eviction loses a version tie) with the newest version that changed the
+    score, and per player the newest metadata (a 'gone' eviction clears it)."""
+    rows = BatchRows()
+    latest: dict[StandingKey, tuple[int, bool, float, bool]] = {}
+    reached: dict[StandingKey, int | None] = {}
+    meta: dict[tuple[str, str], tuple[int, bool, str | None]] = {}
+
+    def touch(key: StandingKey, state: tuple[int, bool, float, bool], changed: bool) -> None:
+        old = latest.get(key)
+        if old is None or (state[0], not state[1]) > (old[0], not old[1]):
+            latest[key] = state
+        if changed:
+            reached[key] = max(reached.get(key) or 0, state[0])
+        else:
+            reached.setdefault(key, None)
+
+    def note(key: tuple[str, str], version: int, gone: bool, value: str | None) -> None:
+        old = meta.get(key)
+        if old is None or (version, gone) > (old[0], old[1]):
+            meta[key] = (version, gone, value)
+
+    for e in events:
+        payload = e.to_json()
+        rows.events.append(
+            (
+                e.event_id,
+                e.board_id,
+                e.player_id,
+                e.version,
+                datetime.fromtimestamp(e.occurred_at_ms / 1000, UTC),
+                json.dumps(payload, separators=(",", ":")),
+            )
+        )
+        for s in e.standings:
+            key = (e.board_id, s.period, s.region or "", e.player_id)
+            touch(key, (e.version, False, float(s.score), s.rank is not None), s.changed)
+        for ev in e.evictions:
+            key = (e.board_id, ev.period, ev.region or "", ev.player_id)
+            touch(key, (e.version, True, 0.0, False), False)
+            if ev.gone:
+                note((e.board_id, ev.player_id), e.version, True, None)
+        if e.metadata is not None:
+            note((e.board_id, e.player_id), e.version, False, json.dumps(e.metadata))
+    rows.standings = [
+        (*key, score, version, reached[key], present)
+        for key, (version, _, score, present) in latest.items()
+    ]
+    rows.metadata = [(b, p, value, version) for (b, p), (version, _, value) in meta.items()]
+    return rows
+
+
+def final_state(batches: Sequence[BatchRows]) -> tuple[int, float, int, int]:
+    """(standings rows, sum of scores, sum of versions, metadata rows) after every batch's
+    upsert: a newer version wins, reached_version only grows."""
+    standings: dict[StandingKey, tuple[float, int]] = {}
+    metadata: dict[tuple[str, str], int] = {}
+    for rows in batches:
+        for b, period, region, player, score, version, _, _ in rows.standings:
+            old = standings.get((b, period, region, player))
+            if old is None or version > old[1]:
+                standings[(b, period, region, player)] = (score, version)
+        for b, player, _, version in rows.metadata:
+            if metadata.get((b, player), 0) < version:
+                metadata[(b, player)] = version
+    return (
+        len(standings),
+        sum(s for s, _ in standings.values()),
+        sum(v for _, v in standings.values()),
+        len(metadata),
+    )
+
+
+# --- the persister, as the event source mapping calls it -------------------------------------
+
+
+@contextlib.contextmanager
+def _environment(values: dict[str, str]) -> Iterator[None]:
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, old in saved.items():
+            if old is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = old
+
+
+@contextlib.contextmanager
+def _quiet_stdout() -> Iterator[None]:
+    """The handler logs a line and flushes metrics per batch: still written, to /dev/null."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(devnull)
+
+
+def _persister(spec: FunctionSpec, database_url: str) -> tuple[Any, Any]:
+    """The real handler and its module, bound to `database_url`."""
+    name = f"lambda_{spec.name}_app"
+    module = sys.modules.get(name)
+    if module is not None and module.store.db.url != database_url:
+        del sys.modules[name]  # loaded for another database: load a fresh copy
+    handler = load_handler(spec)
+    return handler, sys.modules[name]
+
+
+def _invoke(handler: Any, spec: FunctionSpec, event: dict[str, Any]) -> None:
+    response = handler(event, make_context(spec))
+    failures = response.get("batchItemFailures")
+    assert not failures, f"{len(failures)} records failed"
+
+
+def _check_persisted(
+    database_url: str, board_id: str, events: int, expected: tuple[int, float, int, int]
+) -> None:
+    with psycopg.connect(database_url) as conn:
+        stored = conn.execute(
+            "SELECT count(*) FROM score_events WHERE board_id = %s", (board_id,)
+        ).fetchone()
+        got = conn.execute(
+            "SELECT count(*), coalesce(sum(score), 0), coalesce(sum(version), 0)"
+            " FROM standings WHERE board_id = %s",
+            (board_id,),
+        ).fetchone()
+        meta = conn.execute(
+            "SELECT count(*) FROM player_metadata WHERE board_id = %s", (board_id,)
+        ).fetchone()
+    assert stored is not None and got is not None and meta is not None
+    actual = (int(got[0]), float(got[1]), int(got[2]), int(meta[0]))
+    assert stored[0] == events, f"{stored[0]} events stored, {events} sent"
+    assert (actual[0], actual[2], actual[3]) == (expected[0], expected[2], expected[3]), (
+        actual,
+        expected,
+    )
+    assert abs(actual[1] - expected[1]) < 1e-6 * max(1.0, expected[1]), (actual, expected)
+
+
+def _backend_cpu(pid: int) -> float:
+    """CPU seconds a PostgreSQL backend used so far (0 where /proc is not readable)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Timing:
+    seconds: float = 0.0
+    client_cpu: float = 0.0
+    server_cpu: float = 0.0
+    latencies: list[float] = field(default_factory=list)
+
+
+@contextlib.contextmanager
+def _timed(backend_pid: int) -> Iterator[Timing]:
+    timing = Timing()
+    cpu, server, started = time.process_time(), _backend_cpu(backend_pid), time.perf_counter()
+    yield timing
+    timing.seconds = time.perf_counter() - started
+    timing.client_cpu = time.process_time() - cpu
+    timing.server_cpu = _backend_cpu(backend_pid) - server
+
+
+# --- the floor: the same rows with plain COPY -------------------------------------------------
+
+
+def _copy_floor(database_url: str, batches: Sequence[BatchRows], suffix: str) -> Timing:
+    events, standings, metadata = (f"bench_floor_{suffix}_{t}" for t in ("ev", "st", "md"))
+    targets = (
+        (f"{events} (event_id, board_id, player_id, version, occurred_at, payload)", "events"),
+        (
+            f"{standings} (board_id, period, region, player_id, score, version, reached_version,"
+            " present)",
+            "standings",
+        ),
+        (f"{metadata} (board_id, player_id, metadata, version)", "metadata"),
+    )
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        conn.execute(f"CREATE TABLE {events} (LIKE score_events INCLUDING ALL)")
+        conn.execute(f"CREATE TABLE {standings} (LIKE standings INCLUDING DEFAULTS)")
+        conn.execute(
+            f"ALTER TABLE {standings} ADD PRIMARY KEY (board_id, period, region, player_id,"
+            " version)"
+        )
+        conn.execute(f"CREATE TABLE {metadata} (LIKE player_metadata INCLUDING DEFAULTS)")
+        conn.execute(f"ALTER TABLE {metadata} ADD PRIMARY KEY (board_id, player_id, version)")
+        try:
+            with _timed(conn.info.backend_pid) as timing:
+                for rows in batches:
+                    t0 = time.perf_counter()
+                    with conn.transaction(), conn.cursor() as cur:
+                        for target, attr in targets:
+                            with cur.copy(f"COPY {target} FROM STDIN") as copy:
+                                for row in getattr(rows, attr):
+                                    copy.write_row(row)
+                    timing.latencies.append(time.perf_counter() - t0)
+        finally:
+            conn.execute(f"DROP TABLE IF EXISTS {events}, {standings}, {metadata}")
+    return timing
+
+
+# --- the run ---------------------------------------------------------------------------------
+
+
+def run(database_url: str, *, events: int = 100_000, batch: int = 1000) -> list[dict[str, Any]]:
+    """Persister and COPY floor on the same rows; one dict per measurement."""
+    suffix = uuid.uuid4().hex[:8]
+    board_id = f"bench-persist-{suffix}"
+    workload = make_events(board_id, events)
+    bodies = [e.to_message() for e in workload]
+    deliveries = sqs_events(bodies, batch)
+    batches = [fold_batch(workload[i : i + batch]) for i in range(0, len(workload), batch)]
+    rows = sum(b.count for b in batches)
+    expected = final_state(batches)
+
+    spec = load_template().functions[FUNCTION]
+    env = spec.resolved_environment({})
+    env.update(DATABASE_URL=database_url, POWERTOOLS_TRACE_DISABLED="true")
+    with _environment(env):
+        handler, module = _persister(spec, database_url)
+        # a warm execution environment: connection open, statements seen once
+        warm = make_events(f"bench-warm-{suffix}", 200, seed=3)
+        with _quiet_stdout():
+            _invoke(handler, spec, sqs_events([e.to_message() for e in warm], batch)[0])
+            with _timed(module.store.db.connection().info.backend_pid) as persister:
+                for delivery in deliveries:
+                    t0 = time.perf_counter()
+                    _invoke(handler, spec, delivery)
+                    persister.latencies.append(time.perf_counter() - t0)
+        module.store.db.close()
+    _check_persisted(database_url, board_id, events, expected)
+
+    floor = _copy_floor(database_url, batches, suffix)
+    ratio = floor.seconds / persister.seconds
+    return [
+        _row("persister", persister, events, batch, rows, ratio),
+        _row("copy-floor", floor, events, batch, rows, 1.0),
+    ]
+
+
+def _row(
+    name: str, timing: Timing, events: int, batch: int, rows: int, ratio: float
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "events": events,
+        "batch": batch,
+        "rows": rows,
+        "seconds": round(timing.seconds, 3),
+        "events_per_second": round(events / timing.seconds),
+        "rows_per_second": round(rows / timing.seconds),
+        "batch_ms_p50": round(statistics.median(timing.latencies) * 1000, 1),
+        "client_cpu_us_per_event": round(timing.client_cpu / events * 1e6, 1),
+        "server_cpu_us_per_event": round(timing.server_cpu / events * 1e6, 1),
+        "ratio": round(ratio, 3),
+    }
+
+
+def print_table(results: list[dict[str, Any]]) -> None:
+    print(
+        f"{'step':<11} {'events':>8} {'batch':>6} {'rows':>8} {'seconds':>8} {'events/s':>9}"
+        f" {'rows/s':>9} {'batch ms':>9} {'client us/ev':>12} {'server us/ev':>12} {'ratio':>6}"
+    )
+    for r in results:
+        print(
+            f"{r['name']:<11} {r['events']:>8} {r['batch']:>6} {r['rows']:>8} {r['seconds']:>8}"
+            f" {r['events_per_second']:>9} {r['rows_per_second']:>9} {r['batch_ms_p50']:>9}"
+            f" {r['client_cpu_us_per_event']:>12} {r['server_cpu_us_per_event']:>12}"
+            f" {r['ratio']:>6}"
+        )
+    persister = next(r for r in results if r["name"] == "persister")
+    ok_ratio = persister["ratio"] >= TARGET_RATIO
+    ok_rate = persister["events_per_second"] >= TARGET_EVENTS_PER_S
+    print(
+        f"target: persister >= {TARGET_RATIO:.0%} of the COPY floor:"
+        f" {persister['ratio']:.1%} {'OK' if ok_ratio else 'MISSED'}"
+    )
+    print(
+        f"target: persister >= {TARGET_EVENTS_PER_S} events/s:"
+        f" {persister['events_per_second']} {'OK' if ok_rate else 'MISSED'}"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--batch", type=int, default=1000)
+    args = parser.parse_args()
+    from devstack.servers import EmbeddedPostgres
+    from leaderboard.stores.postgres import apply_migrations
+
+    with EmbeddedPostgres() as pg:
+        url = pg.create_database("bench")
+        apply_migrations(url)
+        results = run(url, events=args.events, batch=args.batch)
+    print_table(results)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
