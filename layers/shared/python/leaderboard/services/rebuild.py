@@ -63,7 +63,7 @@ class Rebuilder:
         """
         reports = []
         for board_id in self.lost_boards():
-            if self.index.client.exists(f"lb:{{{board_id}}}:rebuilding"):
+            if self.index.rebuild_in_progress(board_id):
                 continue  # being rebuilt right now (by an admin or a previous run)
             waited = now_ms - self.index.lost_since_ms(board_id, now_ms)
             if queue_in_flight == 0 or waited >= max_wait_ms:

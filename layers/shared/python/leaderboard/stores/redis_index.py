@@ -315,6 +315,10 @@ class RedisIndex:
         )
 
     @guarded
+    def rebuild_in_progress(self, board_id: str) -> bool:
+        return bool(self.client.exists(BoardKeys(board_id).prefix + "rebuilding"))
+
+    @guarded
     def unlock_rebuild(self, board_id: str) -> None:
         self.client.delete(BoardKeys(board_id).prefix + "rebuilding")
 
