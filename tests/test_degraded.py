@@ -13,7 +13,7 @@ import pytest
 from devstack.servers import EmbeddedPostgres, EmbeddedValkey
 from leaderboard.domain.auth import Caller
 from leaderboard.domain.errors import Unavailable
-from leaderboard.domain.events import parse_event
+from leaderboard.domain.queue_messages import parse_event
 from leaderboard.services.health import HealthService
 from leaderboard.services.reads import ReadService
 from leaderboard.services.scores import ScoreService

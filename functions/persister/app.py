@@ -15,7 +15,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from leaderboard.api.observability import logger, metrics, tracer
 from leaderboard.domain.errors import Unavailable
-from leaderboard.domain.events import ScoreEvent, parse_event
+from leaderboard.domain.queue_messages import ReceivedEvent, parse_event
 from leaderboard.settings import DatabaseSettings
 from leaderboard.stores.postgres import Database
 from leaderboard.stores.standings import StandingsStore
@@ -24,8 +24,9 @@ store = StandingsStore(Database(DatabaseSettings.from_env().connection_url))
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)
 
 
-def parse_record(record: SQSRecord) -> ScoreEvent:
-    return parse_event(record.body)
+def parse_record(record: SQSRecord) -> tuple[ReceivedEvent, str]:
+    """The event, and its message as delivered: the audit log keeps the message verbatim."""
+    return parse_event(record.body), record.body
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -38,7 +39,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     parsed = [result for status, result, _ in results if status == "success"]
     poison = len(results) - len(parsed)
     try:
-        new = store.write(parsed)
+        new = store.write([event for event, _ in parsed], [message for _, message in parsed])
     except Unavailable:
         logger.warning(
             "database unavailable: the whole batch will be delivered again",

@@ -2,13 +2,13 @@
 
 Events are delivered at least once and possibly out of order; `event_id` makes a duplicate
 harmless and `version` (a per-board sequence, so increasing for every player) tells the
-persister which state is newer.
+persister which state is newer. The persister reads them back with
+leaderboard.domain.queue_messages.
 """
 
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -24,6 +24,11 @@ class Standing:
     score: int | float
     rank: int | None
     changed: bool = True
+
+    @property
+    def present(self) -> bool:
+        """Still on the board: max_entries did not trim this player out."""
+        return self.rank is not None
 
     def to_json(self) -> dict[str, Any]:
         """The response form: the `changed` flag is for the system of record only."""
@@ -79,7 +84,7 @@ class ScoreEvent:
                     "period": s.period,
                     "region": s.region,
                     "score": s.score,
-                    "present": s.rank is not None,
+                    "present": s.present,
                     "changed": s.changed,
                 }
                 for s in self.standings
@@ -89,75 +94,3 @@ class ScoreEvent:
 
     def to_message(self) -> str:
         return json.dumps(self.to_json(), separators=(",", ":"))
-
-
-class InvalidEvent(ValueError):
-    """A queue message that is not a score event this version understands (a poison record)."""
-
-
-def _field(data: dict[str, Any], name: str, kinds: type | tuple[type, ...]) -> Any:
-    value = data.get(name)
-    allowed = kinds if isinstance(kinds, tuple) else (kinds,)
-    if not isinstance(value, allowed) or (isinstance(value, bool) and bool not in allowed):
-        raise InvalidEvent(f"field {name!r} is missing or has the wrong type")
-    return value
-
-
-def parse_event(body: str) -> ScoreEvent:
-    """Parse and check a queue message; anything malformed raises InvalidEvent."""
-    try:
-        data = json.loads(body)
-    except (ValueError, TypeError) as exc:
-        raise InvalidEvent(f"not JSON: {exc}") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA_VERSION:
-        raise InvalidEvent("not a score event of schema version 1")
-    if data.get("type") != "score_submitted":
-        raise InvalidEvent(f"unknown event type {data.get('type')!r}")
-    number = (int, float)
-    try:
-        standings = tuple(
-            Standing(
-                period=_field(s, "period", str),
-                region=s.get("region"),
-                score=_field(s, "score", number),
-                rank=1 if _field(s, "present", bool) else None,
-                changed=_field(s, "changed", bool),
-            )
-            for s in _field(data, "scores", list)
-        )
-        evictions = tuple(
-            Eviction(
-                period=_field(e, "period", str),
-                region=e.get("region"),
-                player_id=_field(e, "player_id", str),
-                gone=_field(e, "gone", bool),
-            )
-            for e in data.get("evicted") or []
-        )
-    except (AttributeError, TypeError):
-        raise InvalidEvent("malformed scores or evictions") from None
-    event_id = _field(data, "event_id", str)
-    try:
-        uuid.UUID(event_id)
-    except ValueError:
-        raise InvalidEvent("event_id is not a UUID") from None
-    metadata = data.get("metadata")
-    if metadata is not None and not isinstance(metadata, dict):
-        raise InvalidEvent("metadata must be an object or null")
-    version = _field(data, "version", int)
-    if version < 1:
-        raise InvalidEvent("version must be positive")
-    return ScoreEvent(
-        event_id=event_id,
-        board_id=_field(data, "board_id", str),
-        player_id=_field(data, "player_id", str),
-        operation=_field(data, "operation", str),
-        submitted_score=_field(data, "submitted_score", number),
-        region=data.get("region"),
-        metadata=metadata,
-        version=version,
-        applied=_field(data, "applied", bool),
-        occurred_at_ms=_field(data, "occurred_at_ms", int),
-        standings=standings,
-        evictions=evictions,
-    )

@@ -1,67 +1,49 @@
 """Score events and standings in PostgreSQL, written in bulk.
 
-A batch costs three statements whatever its size: a temp table, a COPY, and one statement
-whose data-modifying CTEs record the new events and fold them into the standings and metadata.
-Redelivered events are skipped by event id; an older version never overwrites a newer one, and
-a deleted player's tombstone stops any event at or below it. So any delivery order, with any
-duplicates, converges to the same rows as one in-order delivery.
+A batch is one statement, so one round trip and, in autocommit, its own transaction. The
+batch is folded in the function first (leaderboard.domain.folding): the statement receives
+column arrays, one row per standing and per player, and never unpacks event JSON. Its three
+data-modifying parts record the new events, fold the rows into the standings and store the
+metadata. Redelivered events are skipped by event id; an older version never overwrites a
+newer one, and a deleted player's tombstone stops any row at or below it. So any delivery
+order, with any duplicates, converges to the same rows as one in-order delivery.
+
+Arrays rather than COPY into a temporary table: no session state, which would pin the
+connection behind RDS Proxy, and no catalog churn per batch.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Protocol
 
-from leaderboard.domain.events import ScoreEvent
+from leaderboard.domain.folding import FoldableEvent, fold_events
 from leaderboard.stores.postgres import Database
 
-_CREATE_INCOMING = """
-CREATE TEMP TABLE incoming (
-    event_id uuid, board_id text, player_id text, version bigint,
-    occurred_at timestamptz, payload jsonb
-) ON COMMIT DROP
-"""
-
-_FOLD = """
-WITH ins AS (
+_WRITE = """
+WITH new_events AS (
     INSERT INTO score_events (event_id, board_id, player_id, version, occurred_at, payload)
-    SELECT DISTINCT ON (event_id) event_id, board_id, player_id, version, occurred_at, payload
-    FROM incoming ORDER BY event_id
+    SELECT * FROM unnest(%(event_id)b::uuid[], %(event_board)b::text[], %(event_player)b::text[],
+                         %(event_version)b::int8[], %(occurred_at)b::timestamptz[],
+                         %(payload)b::json[])
     ON CONFLICT (event_id) DO NOTHING
-    RETURNING board_id, player_id, version, payload
+    RETURNING 1
 ),
-keyed AS (  -- one row per (period, region, player) an event touched; evictions score 0
-    SELECT i.board_id, s->>'period' AS period, COALESCE(s->>'region', '') AS region,
-           i.player_id, (s->>'score')::float8 AS score, i.version,
-           (s->>'present')::boolean AS present, (s->>'changed')::boolean AS changed,
-           false AS eviction
-    FROM ins i, jsonb_array_elements(i.payload->'scores') s
-    UNION ALL
-    SELECT i.board_id, e->>'period', COALESCE(e->>'region', ''), e->>'player_id', 0,
-           i.version, false, false, true
-    FROM ins i, jsonb_array_elements(COALESCE(i.payload->'evicted', '[]')) e
-),
-live AS (
-    SELECT k.* FROM keyed k
-    WHERE NOT EXISTS (SELECT 1 FROM player_tombstones t WHERE t.board_id = k.board_id
-                      AND t.player_id = k.player_id AND t.version >= k.version)
-),
-latest AS (
-    SELECT DISTINCT ON (board_id, period, region, player_id)
-           board_id, period, region, player_id, score, version, present
-    FROM live
-    ORDER BY board_id, period, region, player_id, version DESC, eviction
-),
-reached AS (
-    SELECT board_id, period, region, player_id, max(version) FILTER (WHERE changed) AS version
-    FROM live GROUP BY board_id, period, region, player_id
-),
-standings_up AS (
+standings_written AS (
     INSERT INTO standings AS s
         (board_id, period, region, player_id, score, version, reached_version, present)
-    SELECT l.board_id, l.period, l.region, l.player_id, l.score, l.version, r.version, l.present
-    FROM latest l JOIN reached r USING (board_id, period, region, player_id)
+    SELECT i.board_id, i.period, i.region, i.player_id, i.score, i.version,
+           CASE WHEN t.version IS NULL OR i.reached_version > t.version
+                THEN i.reached_version END,
+           i.present
+    FROM unnest(%(board)b::text[], %(period)b::text[], %(region)b::text[], %(player)b::text[],
+                %(score)b::float8[], %(version)b::int8[], %(reached)b::int8[],
+                %(present)b::bool[]) WITH ORDINALITY
+         AS i(board_id, period, region, player_id, score, version, reached_version, present, n)
+    LEFT JOIN player_tombstones t ON t.board_id = i.board_id AND t.player_id = i.player_id
+    WHERE t.version IS NULL OR t.version < i.version
+    ORDER BY i.n  -- the key order the batch was folded in: the same lock order everywhere
     ON CONFLICT (board_id, period, region, player_id) DO UPDATE SET
         score = CASE WHEN EXCLUDED.version > s.version THEN EXCLUDED.score ELSE s.score END,
         present = CASE WHEN EXCLUDED.version > s.version THEN EXCLUDED.present
@@ -71,60 +53,81 @@ standings_up AS (
         updated_at = now()
     RETURNING 1
 ),
-meta_rows AS (  -- metadata given, or dropped because the player left every board (gone)
-    SELECT board_id, player_id, version, payload->'metadata' AS metadata, false AS gone
-    FROM ins WHERE jsonb_typeof(payload->'metadata') = 'object'
-    UNION ALL
-    SELECT i.board_id, e->>'player_id', i.version, NULL, true
-    FROM ins i, jsonb_array_elements(COALESCE(i.payload->'evicted', '[]')) e
-    WHERE (e->>'gone')::boolean
-),
-meta_latest AS (
-    SELECT DISTINCT ON (board_id, player_id) board_id, player_id, version, metadata
-    FROM meta_rows m
-    WHERE NOT EXISTS (SELECT 1 FROM player_tombstones t WHERE t.board_id = m.board_id
-                      AND t.player_id = m.player_id AND t.version >= m.version)
-    ORDER BY board_id, player_id, version DESC, gone DESC
-),
-meta_up AS (
+metadata_written AS (  -- NULL metadata: the player left every board of it
     INSERT INTO player_metadata AS p (board_id, player_id, metadata, version)
-    SELECT board_id, player_id, metadata, version FROM meta_latest
+    SELECT i.board_id, i.player_id, i.metadata, i.version
+    FROM unnest(%(meta_board)b::text[], %(meta_player)b::text[], %(metadata)b::jsonb[],
+                %(meta_version)b::int8[]) WITH ORDINALITY
+         AS i(board_id, player_id, metadata, version, n)
+    WHERE NOT EXISTS (SELECT 1 FROM player_tombstones t WHERE t.board_id = i.board_id
+                      AND t.player_id = i.player_id AND t.version >= i.version)
+    ORDER BY i.n
     ON CONFLICT (board_id, player_id) DO UPDATE
         SET metadata = EXCLUDED.metadata, version = EXCLUDED.version
         WHERE p.version < EXCLUDED.version
     RETURNING 1
 )
-SELECT (SELECT count(*) FROM ins), (SELECT count(*) FROM standings_up),
-       (SELECT count(*) FROM meta_up)
+SELECT (SELECT count(*) FROM new_events), (SELECT count(*) FROM standings_written),
+       (SELECT count(*) FROM metadata_written)
 """
+
+
+class RecordedEvent(FoldableEvent, Protocol):
+    @property
+    def event_id(self) -> str: ...
+    @property
+    def occurred_at_ms(self) -> int: ...
+    def to_message(self) -> str: ...
+
+
+_STANDING_COLUMNS = (
+    "board",
+    "period",
+    "region",
+    "player",
+    "score",
+    "version",
+    "reached",
+    "present",
+)
+_METADATA_COLUMNS = ("meta_board", "meta_player", "metadata", "meta_version")
+
+
+def _columns(rows: Sequence[tuple[object, ...]], names: Sequence[str]) -> dict[str, list[object]]:
+    """Rows as one list per column, the shape unnest() takes."""
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(names)
+    return {name: list(column) for name, column in zip(names, columns, strict=True)}
 
 
 class StandingsStore:
     def __init__(self, db: Database) -> None:
         self.db = db
 
-    def write(self, events: Sequence[ScoreEvent]) -> int:
-        """Store a batch in one transaction; returns how many events were new."""
+    def write(self, events: Sequence[RecordedEvent], messages: Sequence[str] | None = None) -> int:
+        """Store a batch atomically; returns how many events were new.
+
+        `messages` are the queue messages the events were parsed from: the audit log keeps
+        them exactly as delivered. Without them (tests, tools) the events are encoded again.
+        """
         if not events:
             return 0
+        if messages is None:
+            messages = [event.to_message() for event in events]
+        folded = fold_events(events)
+        params = {
+            "event_id": [event.event_id for event in events],
+            "event_board": [event.board_id for event in events],
+            "event_player": [event.player_id for event in events],
+            "event_version": [event.version for event in events],
+            "occurred_at": [
+                datetime.fromtimestamp(event.occurred_at_ms / 1000, UTC) for event in events
+            ],
+            "payload": list(messages),
+            **_columns(folded.standings, _STANDING_COLUMNS),
+            **_columns(folded.metadata, _METADATA_COLUMNS),
+        }
         with self.db.transaction() as conn:
-            conn.execute(_CREATE_INCOMING)
-            with conn.cursor().copy(
-                "COPY incoming (event_id, board_id, player_id, version, occurred_at, payload)"
-                " FROM STDIN"
-            ) as copy:
-                for event in events:
-                    copy.write_row(
-                        (
-                            event.event_id,
-                            event.board_id,
-                            event.player_id,
-                            event.version,
-                            datetime.fromtimestamp(event.occurred_at_ms / 1000, UTC),
-                            json.dumps(event.to_json(), separators=(",", ":")),
-                        )
-                    )
-            row = conn.execute(_FOLD).fetchone()
+            row = conn.execute(_WRITE, params).fetchone()
         assert row is not None
         return int(row[0])
 

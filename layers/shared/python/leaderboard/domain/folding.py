@@ -1,0 +1,126 @@
+"""What a batch of score events leaves behind: one row per standing and per player it changed.
+
+The persister folds a batch here, in the function, so the database receives each row once,
+already in key order, and never unpacks event JSON. The rules match the Redis script:
+
+- A standing the event did not change (`changed` false) is skipped. Its state (score, and
+  presence, which only a change or an eviction can alter) is the state the last change already
+  wrote, so writing it again would only cost an upsert.
+- Per (board, period, region, player) the newest version wins; an eviction at the same version
+  as a standing (a player who pushed themself out) loses to it. `reached_version` is the newest
+  version that changed the score: the tie order of a ties=first board.
+- Per (board, player) the newest metadata wins; at the same version an eviction that left the
+  player on no board ("gone") clears it.
+
+Versions order the rows across batches too: the database keeps whichever version is newer, so
+batches may arrive in any order and any number of times.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+StandingKey = tuple[str, str, str, str]  # board, period, region ('' = global board), player
+# board, period, region, player, score, version, reached_version, present
+StandingRow = tuple[str, str, str, str, float, int, int | None, bool]
+# board, player, metadata JSON (None: clear it), version
+MetadataRow = tuple[str, str, str | None, int]
+
+
+class StandingChange(Protocol):
+    @property
+    def period(self) -> str: ...
+    @property
+    def region(self) -> str | None: ...
+    @property
+    def score(self) -> int | float: ...
+    @property
+    def present(self) -> bool: ...
+    @property
+    def changed(self) -> bool: ...
+
+
+class EvictionNotice(Protocol):
+    @property
+    def period(self) -> str: ...
+    @property
+    def region(self) -> str | None: ...
+    @property
+    def player_id(self) -> str: ...
+    @property
+    def gone(self) -> bool: ...
+
+
+class FoldableEvent(Protocol):
+    """A score event as the write path sends it (ScoreEvent) or the persister decodes it."""
+
+    @property
+    def board_id(self) -> str: ...
+    @property
+    def player_id(self) -> str: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def metadata(self) -> Mapping[str, Any] | None: ...
+    @property
+    def standings(self) -> Sequence[StandingChange]: ...
+    @property
+    def evictions(self) -> Sequence[EvictionNotice]: ...
+
+
+@dataclass
+class FoldedBatch:
+    standings: list[StandingRow] = field(default_factory=list)
+    metadata: list[MetadataRow] = field(default_factory=list)
+
+
+def fold_events(events: Iterable[FoldableEvent]) -> FoldedBatch:
+    """The standings and metadata rows a batch writes, each sorted by its key.
+
+    Sorted keys give every concurrent persister the same lock order (no deadlocks) and walk
+    the primary key's B-tree in order.
+    """
+    # key -> (version, is_eviction, score, present)
+    latest: dict[StandingKey, tuple[int, bool, float, bool]] = {}
+    reached: dict[StandingKey, int] = {}
+    # (board, player) -> (version, gone, metadata JSON)
+    meta: dict[tuple[str, str], tuple[int, bool, str | None]] = {}
+    for event in events:
+        board, player, version = event.board_id, event.player_id, event.version
+        for standing in event.standings:
+            if not standing.changed:
+                continue
+            key = (board, standing.period, standing.region or "", player)
+            old = latest.get(key)
+            if old is None or version > old[0] or (version == old[0] and old[1]):
+                latest[key] = (version, False, float(standing.score), standing.present)
+            if version > reached.get(key, 0):
+                reached[key] = version
+        for eviction in event.evictions:
+            key = (board, eviction.period, eviction.region or "", eviction.player_id)
+            old = latest.get(key)
+            if old is None or version > old[0]:
+                latest[key] = (version, True, 0.0, False)
+            if eviction.gone:
+                owner = (board, eviction.player_id)
+                seen = meta.get(owner)
+                if seen is None or version > seen[0] or (version == seen[0] and not seen[1]):
+                    meta[owner] = (version, True, None)
+        if event.metadata is not None:
+            owner = (board, player)
+            seen = meta.get(owner)
+            if seen is None or version > seen[0]:
+                meta[owner] = (version, False, json.dumps(event.metadata, separators=(",", ":")))
+    return FoldedBatch(
+        standings=[
+            (*key, score, version, reached.get(key), present)
+            for key, (version, _, score, present) in sorted(latest.items())
+        ],
+        metadata=[
+            (board, player, value, version)
+            for (board, player), (version, _, value) in sorted(meta.items())
+        ],
+    )
