@@ -40,7 +40,7 @@ from devstack.queue_consumer import sqs_record
 from devstack.runtime import load_handler, make_context
 from devstack.template import FunctionSpec
 from devstack.template import load as load_template
-from leaderboard.domain.events import Eviction, ScoreEvent, Standing
+from leaderboard.domain.events import Eviction, ScoreEvent, Standing, event_id_at
 from leaderboard.domain.folding import MetadataRow, StandingRow, fold_events
 from leaderboard.domain.periods import current_periods
 
@@ -115,7 +115,7 @@ def make_events(
             }
         events.append(
             ScoreEvent(
-                event_id=str(uuid.UUID(int=ids.getrandbits(128), version=4)),
+                event_id=event_id_at(int(at.timestamp() * 1000), ids.getrandbits(80)),
                 board_id=board_id,
                 player_id=f"player-{p:05d}",
                 operation="best",

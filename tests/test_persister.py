@@ -12,6 +12,7 @@ import psycopg
 import pytest
 
 from leaderboard.domain.auth import Caller
+from leaderboard.domain.events import new_event_id
 from leaderboard.domain.queue_messages import InvalidEvent, parse_event
 from leaderboard.services.scores import ScoreService
 from leaderboard.stores.postgres import Database
@@ -305,3 +306,14 @@ def test_poison_reaches_the_dead_letter_queue_and_the_rest_is_stored(
         consumer.stop()
     assert [m["Body"] for m in dead] == ["{not an event"]
     assert len(_snapshot(database_url, board_id)[2]) == 5
+
+
+def test_event_ids_are_time_ordered_uuid7(index, board_id, clock):
+    events = _workload(index, board_id, clock, n=60)
+    ids = [uuid.UUID(e.event_id) for e in events]
+    assert {i.version for i in ids} == {7} and {i.variant for i in ids} == {uuid.RFC_4122}
+    assert len(set(ids)) == len(ids)
+    # the first 48 bits are the event's own millisecond: the log's key grows with time
+    assert [i.int >> 80 for i in ids] == [e.occurred_at_ms for e in events]
+    many = {new_event_id(1_795_000_000_000) for _ in range(20_000)}
+    assert len(many) == 20_000  # the same millisecond: the random bits keep them apart

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -11,7 +10,7 @@ from typing import Any, Protocol
 from leaderboard.domain.auth import Caller
 from leaderboard.domain.clock import Clock, system_clock, to_ms
 from leaderboard.domain.errors import BoardMissing, Unavailable
-from leaderboard.domain.events import ScoreEvent
+from leaderboard.domain.events import ScoreEvent, new_event_id
 from leaderboard.domain.periods import current_periods
 from leaderboard.domain.submissions import Submission, parse_submission
 from leaderboard.domain.validation import require_board_id, require_idempotency_key
@@ -75,7 +74,7 @@ class ScoreService:
         return self.index.submit(
             board_id,
             submission,
-            event_id=str(uuid.uuid4()),
+            event_id=new_event_id(to_ms(now)),
             now_ms=to_ms(now),
             periods=current_periods(now),
             idempotency=(caller.subject, key) if key else None,
