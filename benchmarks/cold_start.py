@@ -15,9 +15,10 @@ The ratio a / b is what the function's own code adds on top of the libraries it 
 
 Two bytecode situations are measured:
 - `cached`: bytecode for everything, as on a developer machine (kept under a private
-  pycache_prefix written by the probe, so the repository is left alone);
-- `source`: no bytecode at all, compiled at every start, as the layers are built today
-  (`--no-compile` and `__pycache__` removed by the layer Makefiles; Lambda's /opt is read-only).
+  pycache_prefix written by the probe, so the repository is left alone), and as the layers
+  ship when `make build` finds a python3.13 to compile them with;
+- `source`: no bytecode at all, compiled at every start, as layers built without python3.13
+  ship (Lambda's /opt is read-only, so nothing is cached between cold starts).
 
     PYTHONPATH=layers/shared/python:. .venv/bin/python -m benchmarks.cold_start
 """

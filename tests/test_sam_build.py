@@ -52,6 +52,21 @@ def _shared_objects(root: Path) -> list[Path]:
     return [p for p in root.rglob("*") if p.is_file() and re.search(r"\.so(\.|$)", p.name)]
 
 
+def _runtime_python() -> str:
+    """What `make build` compiles the layers with (python3.13 on PATH or from pyenv), or ''."""
+    found = subprocess.run(
+        ["make", "-s", "--no-print-directory", "runtime-python"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return found.stdout.strip()
+
+
+RUNTIME_PYTHON = _runtime_python()
+
+
 @pytest.fixture(scope="module")
 def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     bin_dir = Path(sys.executable).parent  # the venv's bin: its python/pip run the Makefiles
@@ -65,6 +80,7 @@ def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
     }
     env.pop("PYTHON", None)  # the Makefiles' default, python3, then resolves to the venv
+    env["RUNTIME_PYTHON"] = RUNTIME_PYTHON  # as `make build` passes it
     proc = subprocess.run(
         [sam, "build", "--build-dir", str(out), "--template", "template.yaml"],
         cwd=ROOT,
@@ -88,14 +104,28 @@ def test_functions_ship_only_their_handlers(build_dir: Path) -> None:
         assert {p.suffix for p in artifact.iterdir()} == {".py"}, sorted(artifact.iterdir())
 
 
-def test_every_layer_is_built_without_bytecode_or_makefile(build_dir: Path) -> None:
+def test_every_layer_ships_bytecode_for_the_runtime_only(build_dir: Path) -> None:
+    """Lambda cannot write __pycache__ under /opt: without bytecode built for its CPython,
+    every cold start compiles every module it imports."""
     layers = _resources("LayerVersion")
     assert {"SharedLayer", "DepsCoreLayer", "DepsAwsLayer", "DepsPostgresLayer"} <= set(layers)
     for name in layers:
         artifact = build_dir / name
         assert (artifact / "python").is_dir(), name
         assert not (artifact / "Makefile").exists(), name
-        assert not list(artifact.rglob("__pycache__")), name
+        bytecode = list(artifact.rglob("*.pyc"))
+        if not RUNTIME_PYTHON:  # no python3.13 here: sources only, and nothing for another one
+            assert not bytecode, name
+            continue
+        sources = list((artifact / "python").rglob("*.py"))
+        assert sources, name
+        for source in sources:
+            compiled = source.parent / "__pycache__" / f"{source.stem}.cpython-313.pyc"
+            assert compiled.is_file(), compiled
+        for pyc in bytecode:
+            assert pyc.name.endswith(".cpython-313.pyc"), pyc
+            # PEP 552 flags: hash-based and unchecked, so valid whatever the mtimes in the zip
+            assert int.from_bytes(pyc.read_bytes()[4:8], "little") == 0b01, pyc
 
 
 def test_shared_layer_carries_the_package_data(build_dir: Path) -> None:
