@@ -68,3 +68,46 @@ def test_an_edited_migration_is_refused(empty_database, monkeypatch):
     monkeypatch.setattr(postgres, "migration_files", lambda: edited)
     with pytest.raises(RuntimeError, match="changed after it was applied"):
         apply_migrations(empty_database)
+
+
+def test_event_log_and_standings_upgrade_in_place(empty_database):
+    """0004 (payload as delivered, a version index) and 0005 (players in byte order) keep
+    every row of a database that already holds scores."""
+    names = [name for name, _ in migration_files()]
+    before = next(name for name in names if name.startswith("0003_"))
+    apply_migrations(empty_database, upto=before)
+    payload = '{"schema": 1, "scores": [{"period": "all-time", "score": 5}]}'
+    with psycopg.connect(empty_database) as conn:
+        conn.execute(
+            "INSERT INTO score_events (event_id, board_id, player_id, version, occurred_at,"
+            " payload) VALUES (%s, 'b', 'B', 7, now(), %s)",
+            (str(uuid.uuid4()), payload),
+        )
+        for player, score in (("a", 5), ("B", 5), ("_", 5)):
+            conn.execute(
+                "INSERT INTO standings (board_id, period, player_id, score, version, present)"
+                " VALUES ('b', 'all-time', %s, %s, 7, true)",
+                (player, score),
+            )
+    assert [n[:4] for n in apply_migrations(empty_database)] == ["0004", "0005"]
+    with psycopg.connect(empty_database) as conn:
+        stored = conn.execute("SELECT payload::jsonb = %s::jsonb FROM score_events", (payload,))
+        assert stored.fetchone() == (True,)
+        kinds = conn.execute(
+            "SELECT data_type, collation_name FROM information_schema.columns"
+            " WHERE table_name = %s AND column_name = %s",
+            ("score_events", "payload"),
+        ).fetchone()
+        assert kinds == ("json", None)
+        collation = conn.execute(
+            "SELECT collation_name FROM information_schema.columns"
+            " WHERE table_name = 'standings' AND column_name = 'player_id'"
+        ).fetchone()
+        assert collation == ("C",)
+        # Redis's order for equal scores: bytes, so 'B' (0x42) < '_' (0x5f) < 'a' (0x61)
+        players = conn.execute("SELECT player_id FROM standings ORDER BY player_id").fetchall()
+        assert [p for (p,) in players] == ["B", "_", "a"]
+        indexes = conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'score_events'"
+        ).fetchall()
+        assert {i for (i,) in indexes} == {"score_events_pkey", "score_events_board_version"}
