@@ -317,3 +317,72 @@ def test_event_ids_are_time_ordered_uuid7(index, board_id, clock):
     assert [i.int >> 80 for i in ids] == [e.occurred_at_ms for e in events]
     many = {new_event_id(1_795_000_000_000) for _ in range(20_000)}
     assert len(many) == 20_000  # the same millisecond: the random bits keep them apart
+
+
+def test_a_batch_racing_an_admin_delete_does_not_revive_the_player(database_url, board_id):
+    """A persister statement that starts while the delete is open must not write back a row
+    the delete removed: it would not see the uncommitted tombstone."""
+    import threading
+    import time
+
+    from leaderboard.domain.events import ScoreEvent, Standing
+
+    def event(version):
+        return ScoreEvent(
+            event_id=new_event_id(1_795_000_000_000 + version),
+            board_id=board_id,
+            player_id="racer",
+            operation="set",
+            submitted_score=version,
+            region=None,
+            metadata={"v": version},
+            version=version,
+            applied=True,
+            occurred_at_ms=1_795_000_000_000 + version,
+            standings=(Standing("all-time", None, version, 1, True),),
+        )
+
+    StandingsStore(Database(database_url)).write([event(1)])
+    deleter, persister = Database(database_url), Database(database_url)
+    waiting = "SELECT count(*) FROM pg_locks WHERE pid = %s AND NOT granted"
+    pids = {db: db.connection().info.backend_pid for db in (deleter, persister)}
+
+    def blocked(db):
+        pid = pids[db]
+        with psycopg.connect(database_url, autocommit=True) as watcher:
+            for _ in range(500):
+                if watcher.execute(waiting, (pid,)).fetchone()[0]:
+                    return True
+                time.sleep(0.01)
+        return False
+
+    errors = []
+
+    def run(work):
+        try:
+            work()
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    with psycopg.connect(database_url) as holder:
+        # hold the metadata row: the delete stops there, its tombstone written but not committed
+        holder.execute(
+            "SELECT 1 FROM player_metadata WHERE board_id = %s AND player_id = 'racer' FOR UPDATE",
+            (board_id,),
+        )
+        delete = threading.Thread(
+            target=run, args=(lambda: StandingsStore(deleter).delete_player(board_id, "racer", 10),)
+        )
+        delete.start()
+        assert blocked(deleter)
+        late = threading.Thread(
+            target=run, args=(lambda: StandingsStore(persister).write([event(5)]),)
+        )
+        late.start()  # an event from before the delete, delivered late
+        assert blocked(persister)
+        holder.rollback()
+    delete.join(10)
+    late.join(10)
+    assert not errors, errors
+    standings, metadata, _ = _snapshot(database_url, board_id)
+    assert standings == [] and metadata == []

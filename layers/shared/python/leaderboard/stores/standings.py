@@ -145,6 +145,11 @@ class StandingsStore:
     def delete_player(self, board_id: str, player_id: str, version: int) -> None:
         """Remove a player at `version`; the tombstone keeps late events from reviving it."""
         with self.db.transaction() as conn:
+            # A persister statement that started before the tombstone commits would not see it,
+            # and would write an older row back where this one deleted it. This lock waits for
+            # the batches in flight and holds new ones until the commit; they then see the
+            # tombstone. Admin deletes are rare; a batch waits milliseconds.
+            conn.execute("LOCK TABLE standings, player_metadata IN SHARE ROW EXCLUSIVE MODE")
             conn.execute(
                 "INSERT INTO player_tombstones (board_id, player_id, version) VALUES (%s, %s, %s)"
                 " ON CONFLICT (board_id, player_id) DO UPDATE"
