@@ -83,9 +83,10 @@ def fold_events(events: Iterable[FoldableEvent]) -> FoldedBatch:
     Sorted keys give every concurrent persister the same lock order (no deadlocks) and walk
     the primary key's B-tree in order.
     """
-    # key -> (version, is_eviction, score, present)
-    latest: dict[StandingKey, tuple[int, bool, float, bool]] = {}
-    reached: dict[StandingKey, int] = {}
+    # (board, period, region) -> player -> [version, is_eviction, score, present, reached]
+    # Grouped so that sorting compares player ids, not 4-tuples: half the fold's time went
+    # into tuple comparisons.
+    boards: dict[tuple[str, str, str], dict[str, list[Any]]] = {}
     # (board, player) -> (version, gone, metadata JSON)
     meta: dict[tuple[str, str], tuple[int, bool, str | None]] = {}
     for event in events:
@@ -93,17 +94,22 @@ def fold_events(events: Iterable[FoldableEvent]) -> FoldedBatch:
         for standing in event.standings:
             if not standing.changed:
                 continue
-            key = (board, standing.period, standing.region or "", player)
-            old = latest.get(key)
-            if old is None or version > old[0] or (version == old[0] and old[1]):
-                latest[key] = (version, False, float(standing.score), standing.present)
-            if version > reached.get(key, 0):
-                reached[key] = version
+            group = boards.setdefault((board, standing.period, standing.region or ""), {})
+            old = group.get(player)
+            if old is None:
+                group[player] = [version, False, float(standing.score), standing.present, version]
+                continue
+            if version > old[0] or (version == old[0] and old[1]):
+                old[:4] = version, False, float(standing.score), standing.present
+            if old[4] is None or version > old[4]:
+                old[4] = version
         for eviction in event.evictions:
-            key = (board, eviction.period, eviction.region or "", eviction.player_id)
-            old = latest.get(key)
-            if old is None or version > old[0]:
-                latest[key] = (version, True, 0.0, False)
+            group = boards.setdefault((board, eviction.period, eviction.region or ""), {})
+            old = group.get(eviction.player_id)
+            if old is None:
+                group[eviction.player_id] = [version, True, 0.0, False, None]
+            elif version > old[0]:
+                old[:4] = version, True, 0.0, False
             if eviction.gone:
                 owner = (board, eviction.player_id)
                 seen = meta.get(owner)
@@ -116,8 +122,9 @@ def fold_events(events: Iterable[FoldableEvent]) -> FoldedBatch:
                 meta[owner] = (version, False, json.dumps(event.metadata, separators=(",", ":")))
     return FoldedBatch(
         standings=[
-            (*key, score, version, reached.get(key), present)
-            for key, (version, _, score, present) in sorted(latest.items())
+            (board, period, region, player, state[2], state[0], state[4], state[3])
+            for (board, period, region), group in sorted(boards.items())
+            for player, state in sorted(group.items())
         ],
         metadata=[
             (board, player, value, version)

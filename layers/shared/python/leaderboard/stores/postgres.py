@@ -70,6 +70,18 @@ class Database:
                 self.close()
                 raise Unavailable("the database is unavailable", retry_after=2) from exc
 
+    @contextmanager
+    def session(self) -> Iterator[psycopg.Connection[Any]]:
+        """The connection in autocommit, for one statement that is its own transaction: no
+        BEGIN and COMMIT round trips. A broken connection is dropped as in transaction()."""
+        with self._lock:
+            conn = self.connection()
+            try:
+                yield conn
+            except psycopg.OperationalError as exc:
+                self.close()
+                raise Unavailable("the database is unavailable", retry_after=2) from exc
+
     def ping(self) -> bool:
         with self.transaction() as conn:
             conn.execute("SELECT 1")
