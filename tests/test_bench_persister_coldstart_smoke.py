@@ -39,7 +39,7 @@ def test_persister_workload_is_realistic():
 
 @pytest.mark.slow
 def test_cold_start_benchmark_covers_every_function():
-    results = cold_start.run(repeats=1)
+    results = cold_start.run(repeats=1, source_repeats=1)
     assert [r["function"] for r in results] == list(load().functions)
     for r in results:
         assert r["import_ms"] > 0 and r["dependencies_ms"] > 0 and r["ratio"] > 0
