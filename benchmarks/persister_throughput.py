@@ -508,20 +508,38 @@ def print_table(results: list[dict[str, Any]]) -> None:
             f" {r['client_cpu_us_per_event']:>12} {r['server_cpu_us_per_event']:>12}"
             f" {r['ratio']:>6}"
         )
-    persister = max(
+    for line in target_lines(results):
+        print(line)
+
+
+def targets(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The issue's targets, judged on the fastest persister configuration of the run."""
+    best = max(
         (r for r in results if r["name"].startswith("persister")),
         key=lambda r: r["events_per_second"],
     )
-    ok_ratio = persister["ratio"] >= TARGET_RATIO
-    ok_rate = persister["events_per_second"] >= TARGET_EVENTS_PER_S
-    print(
+    return {
+        "configuration": best["name"],
+        "events_per_second": best["events_per_second"],
+        "ratio_to_copy_floor": best["ratio"],
+        f"at_least_{TARGET_RATIO:.0%}_of_copy_floor": best["ratio"] >= TARGET_RATIO,
+        f"at_least_{TARGET_EVENTS_PER_S}_events_per_s": (
+            best["events_per_second"] >= TARGET_EVENTS_PER_S
+        ),
+    }
+
+
+def target_lines(results: list[dict[str, Any]]) -> list[str]:
+    t = targets(results)
+    ok = {True: "OK", False: "MISSED"}
+    return [
         f"target: persister >= {TARGET_RATIO:.0%} of the COPY floor:"
-        f" {persister['ratio']:.1%} ({persister['name']}) {'OK' if ok_ratio else 'MISSED'}"
-    )
-    print(
+        f" {t['ratio_to_copy_floor']:.1%} ({t['configuration']})"
+        f" {ok[t[f'at_least_{TARGET_RATIO:.0%}_of_copy_floor']]}",
         f"target: persister >= {TARGET_EVENTS_PER_S} events/s:"
-        f" {persister['events_per_second']} ({persister['name']}) {'OK' if ok_rate else 'MISSED'}"
-    )
+        f" {t['events_per_second']} ({t['configuration']})"
+        f" {ok[t[f'at_least_{TARGET_EVENTS_PER_S}_events_per_s']]}",
+    ]
 
 
 def main() -> int:
