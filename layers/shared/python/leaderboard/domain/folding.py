@@ -23,7 +23,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-StandingKey = tuple[str, str, str, str]  # board, period, region ('' = global board), player
 # board, period, region, player, score, version, reached_version, present
 StandingRow = tuple[str, str, str, str, float, int, int | None, bool]
 # board, player, metadata JSON (None: clear it), version

@@ -59,21 +59,10 @@ class Database:
         return self._conn
 
     @contextmanager
-    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
-        """A transaction; a broken connection is dropped so the next call reconnects."""
-        with self._lock:
-            conn = self.connection()
-            try:
-                with conn.transaction():
-                    yield conn
-            except psycopg.OperationalError as exc:
-                self.close()
-                raise Unavailable("the database is unavailable", retry_after=2) from exc
-
-    @contextmanager
     def session(self) -> Iterator[psycopg.Connection[Any]]:
-        """The connection in autocommit, for one statement that is its own transaction: no
-        BEGIN and COMMIT round trips. A broken connection is dropped as in transaction()."""
+        """The connection in autocommit, for one statement that is its own transaction (no
+        BEGIN and COMMIT round trips); a broken connection is dropped so the next call
+        reconnects."""
         with self._lock:
             conn = self.connection()
             try:
@@ -81,6 +70,12 @@ class Database:
             except psycopg.OperationalError as exc:
                 self.close()
                 raise Unavailable("the database is unavailable", retry_after=2) from exc
+
+    @contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[Any]]:
+        """A transaction on the session's connection."""
+        with self.session() as conn, conn.transaction():
+            yield conn
 
     def ping(self) -> bool:
         with self.transaction() as conn:
