@@ -55,12 +55,16 @@ def _children(pid: int) -> list[int]:
 def _our_server_pids() -> set[int]:
     """valkey-server/postgres processes descending from this test process.
 
-    Restricted to our descendants so servers of other sessions on the machine don't count.
+    Restricted to our descendants so servers of other sessions on the machine don't count,
+    and to the servers themselves: a PostgreSQL server forks backends and autovacuum workers
+    at any time, and one forked by the session's shared server during a test is no leak (a
+    leaked server is caught by its own process).
     """
     table = _proc_table()
+    servers = ("/valkey-server", "/postgres")
     ours = set()
-    for pid, (_ppid, exe) in table.items():
-        if not exe.endswith(("/valkey-server", "/postgres")):
+    for pid, (ppid, exe) in table.items():
+        if not exe.endswith(servers) or table.get(ppid, (0, ""))[1].endswith(servers):
             continue
         cursor = pid
         while cursor in table and cursor > 1:
