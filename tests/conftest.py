@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-from devstack.servers import EmbeddedPostgres, EmbeddedValkey, InProcessSQS
+from devstack.servers import EmbeddedPostgres, EmbeddedValkey, LocalSQS
 from leaderboard.domain.boards import parse_board_request
 from leaderboard.stores.postgres import apply_migrations
 from leaderboard.stores.redis_client import connect
@@ -53,13 +53,13 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def sqs() -> Iterator[InProcessSQS]:
-    with InProcessSQS() as server:
+def sqs() -> Iterator[LocalSQS]:
+    with LocalSQS() as server:
         yield server
 
 
 @pytest.fixture(scope="session")
-def queue_url(sqs: InProcessSQS) -> str:
+def queue_url(sqs: LocalSQS) -> str:
     return sqs.create_queue("test-scores", dlq_name="test-scores-dlq", max_receive_count=3)
 
 
@@ -170,7 +170,7 @@ class InProcessApi:
 
 
 @pytest.fixture(scope="session")
-def api(redis_url: str, database_url: str, sqs: InProcessSQS, queue_url: str) -> InProcessApi:
+def api(redis_url: str, database_url: str, sqs: LocalSQS, queue_url: str) -> InProcessApi:
     return InProcessApi(
         {
             "REDIS_URL": redis_url,
@@ -204,7 +204,7 @@ def session_index(redis_url: str) -> Iterator[RedisIndex]:
     client.close()
 
 
-def drain_queue(sqs: InProcessSQS, queue_url: str, invoke: Any) -> int:
+def drain_queue(sqs: LocalSQS, queue_url: str, invoke: Any) -> int:
     """Deliver everything in the queue to the persister the way the event source would."""
     from devstack.queue_consumer import sqs_record
 

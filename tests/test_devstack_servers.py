@@ -22,7 +22,7 @@ from devstack.servers import (
     EmbeddedPostgres,
     EmbeddedValkey,
     EmbeddedValkeyCluster,
-    InProcessSQS,
+    LocalSQS,
     ServerStartError,
     free_port,
 )
@@ -260,7 +260,7 @@ def test_postgres_ephemeral_uses_test_settings_and_cleans_up():
 
 
 def test_sqs_queue_with_dead_letter_queue():
-    with InProcessSQS() as sqs:
+    with LocalSQS() as sqs:
         url = sqs.create_queue("scores", dlq_name="scores-dlq", max_receive_count=1)
         client = boto3.client(
             "sqs",
@@ -282,3 +282,21 @@ def test_sqs_queue_with_dead_letter_queue():
         dlq_url = client.get_queue_url(QueueName="scores-dlq")["QueueUrl"]
         dead = client.receive_message(QueueUrl=dlq_url, WaitTimeSeconds=1)
         assert [m["Body"] for m in dead["Messages"]] == ['{"player": "alice", "score": 42}']
+
+
+def test_sqs_server_runs_in_a_process_of_its_own_and_stops_with_it():
+    with LocalSQS() as sqs:
+        pid = sqs.pid
+        assert pid != os.getpid() and sqs.is_running()
+        client = sqs.client()
+        url = sqs.create_queue("depth")
+        for n in range(30):
+            client.send_message(QueueUrl=url, MessageBody=str(n))
+        attrs = client.get_queue_attributes(
+            QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"]
+        )["Attributes"]
+        assert attrs["ApproximateNumberOfMessages"] == "30"
+        got = client.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+        assert len(got) == 10
+    _assert_gone(pid)
+    assert not sqs.is_running()
