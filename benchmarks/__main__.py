@@ -3,7 +3,8 @@ within a run: these machines are shared and noisy). Writes bench-results/results
 bench-results/benchmarks.png, and prints a table per suite.
 
 BENCH_SIZES (default 10000,100000,1000000) sets the board sizes of the API suite,
-BENCH_ENTRIES the rollover/rebuild size, BENCH_EVENTS the persister workload.
+BENCH_ENTRIES the rollover/rebuild size, BENCH_EVENTS the persister workload, BENCH_HTTP_PLAYERS
+(default 100000) and BENCH_HTTP_SUSTAINED_SECONDS (default 60) the `make run` HTTP suite.
 """
 
 from __future__ import annotations
@@ -48,7 +49,16 @@ def main() -> int:
     RESULTS.mkdir(exist_ok=True)
     started = time.perf_counter()
     results: dict[str, Any] = {}
-    from benchmarks import api_latency, bulk, cold_start, persister_throughput
+    from benchmarks import api_latency, bulk, cold_start, http_stack, persister_throughput
+
+    # `make run` under load first: it starts stores of its own, and the machine is quiet.
+    results["http"] = http_stack.run(
+        http_stack.Settings(
+            players=_ints("BENCH_HTTP_PLAYERS", "100000")[0],
+            sustained_seconds=_ints("BENCH_HTTP_SUSTAINED_SECONDS", "60")[0],
+        )
+    )
+    results["http_targets"] = http_stack.targets(results["http"])
 
     with EmbeddedValkey() as valkey, EmbeddedPostgres() as postgres:
         database_url = postgres.create_database("bench")
@@ -65,6 +75,13 @@ def main() -> int:
     results["cold_start"] = cold_start.run()
     results["seconds"] = round(time.perf_counter() - started, 1)
     (RESULTS / "results.json").write_text(json.dumps(results, indent=2, default=str))
+    _table(
+        "make run over HTTP (keep-alive, closed loop) vs the handlers in process",
+        results["http"]["rows"],
+    )
+    sustained = {k: v for k, v in results["http"]["sustained"].items() if k != "depth_samples"}
+    _table("make run, sustained (open loop) and the persister keeping up", [sustained])
+    _table("make run targets", results["http_targets"])
     _table("API operations through the real handlers vs the bare redis-py floor", results["api"])
     print("summary:", json.dumps(results["api_summary"], default=str))
     _table("Persister vs a raw COPY of the same rows", results["persister"])
@@ -83,7 +100,8 @@ def _plot(results: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(2, 2, figsize=(14, 9))
+    figure, axes = plt.subplots(3, 2, figsize=(14, 13))
+    _plot_http(results["http"], axes[2][0], axes[2][1])
     api = results["api"]
     sizes = sorted({r["size"] for r in api})
     ops = sorted({r["op"] for r in api})
@@ -152,6 +170,35 @@ def _plot(results: dict[str, Any], path: Path) -> None:
     ax.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
+
+
+def _plot_http(http: dict[str, Any], throughput: Any, depth: Any) -> None:
+    rows = http["rows"]
+    ops = list(dict.fromkeys(r["op"] for r in rows))
+    levels = sorted({r["clients"] for r in rows})
+    width = 0.8 / max(1, len(levels))
+    for n, clients in enumerate(levels):
+        by_op = {r["op"]: r for r in rows if r["clients"] == clients}
+        throughput.bar(
+            [i + n * width for i in range(len(ops))],
+            [by_op[o]["per_s"] if o in by_op else 0 for o in ops],
+            width,
+            label=f"{clients} clients",
+        )
+    throughput.set_xticks([i + width * (len(levels) - 1) / 2 for i in range(len(ops))], ops)
+    throughput.set_ylabel("requests per second")
+    throughput.set_title("make run over HTTP, keep-alive, closed loop")
+    throughput.legend(fontsize=8)
+    sustained = http["sustained"]
+    samples = sustained["depth_samples"]
+    depth.plot([t for t, _ in samples], [d for _, d in samples])
+    depth.axvline(sustained["seconds"], color="black", linewidth=1, linestyle="--")
+    depth.set_xlabel("seconds (dashed: the load stops)")
+    depth.set_ylabel("messages in the score queue")
+    depth.set_title(
+        f"Sustained {sustained['submit_rate']:g} submissions/s + {sustained['read_rate']:g}"
+        f" reads/s: queue empty {sustained['drain_seconds']} s after"
+    )
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from devstack.consistency import assert_redis_equals_postgres
 from devstack.servers import EmbeddedValkey
 from leaderboard.domain.auth import Caller
 from leaderboard.domain.errors import Unavailable
@@ -24,7 +25,6 @@ from leaderboard.stores.redis_index import RedisIndex
 from leaderboard.stores.standings import StandingsStore
 from leaderboard.stores.standings_reads import PostgresReadModel
 from tests.conftest import ListSink
-from tests.consistency import assert_redis_equals_postgres
 
 ADMIN = Caller("admin", frozenset({"leaderboard/admin"}))
 SERVER = Caller("game-server", frozenset({"leaderboard/server"}))

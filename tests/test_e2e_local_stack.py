@@ -22,8 +22,8 @@ import psycopg
 import pytest
 import redis
 
+from devstack.consistency import assert_redis_equals_postgres
 from devstack.servers import free_port
-from tests.consistency import assert_redis_equals_postgres
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]

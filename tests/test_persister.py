@@ -11,6 +11,7 @@ import uuid
 import psycopg
 import pytest
 
+from devstack.consistency import assert_redis_equals_postgres
 from leaderboard.domain.auth import Caller
 from leaderboard.domain.events import new_event_id
 from leaderboard.domain.queue_messages import InvalidEvent, parse_event
@@ -18,7 +19,6 @@ from leaderboard.services.scores import ScoreService
 from leaderboard.stores.postgres import Database
 from leaderboard.stores.standings import StandingsStore
 from tests.conftest import ListSink, publish
-from tests.consistency import assert_redis_equals_postgres
 
 SERVER = Caller("game-server", frozenset({"leaderboard/server"}))
 

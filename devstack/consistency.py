@@ -43,17 +43,17 @@ def assert_redis_equals_postgres(client: Any, database_url: str, board_id: str) 
         assert in_index == keys, (board_id, in_index ^ keys)
         for period, region in keys:
             suffix = f"{period}:{region}" if region else period
-            in_postgres = conn.execute(
+            query = (  # `order` is one of four fixed strings
                 "SELECT player_id, score FROM standings WHERE board_id = %s AND period = %s"
-                f" AND region = %s AND present ORDER BY {order}",
-                (board_id, period, region),
-            ).fetchall()
+                " AND region = %s AND present ORDER BY " + order
+            )
+            in_postgres = conn.execute(query, (board_id, period, region)).fetchall()
             rows = (client.zrevrange if sort == "desc" else client.zrange)(
                 prefix + "z:" + suffix, 0, -1, withscores=True
             )
             in_redis = [(m.split("|", 1)[1] if ties == "first" else m, s) for m, s in rows]
             assert in_redis == in_postgres, (board_id, suffix)
-        metadata = dict(
+        metadata: dict[str, Any] = dict(
             conn.execute(
                 "SELECT m.player_id, m.metadata FROM player_metadata m WHERE m.board_id = %s"
                 " AND m.metadata IS NOT NULL AND EXISTS (SELECT 1 FROM standings s WHERE"
