@@ -1,8 +1,9 @@
 """A local stand-in for EventBridge Scheduler: the template's ScheduleV2/Schedule events.
 
 `rate(...)` expressions run on their interval (the first run one interval after start, as in
-AWS); `cron(minutes hours day-of-month month day-of-week year)` expressions run at their next
-UTC match. Each run gets the schedule's Input (an empty object by default).
+AWS); `cron(minutes hours day-of-month month day-of-week year)` expressions run at each UTC
+minute they match (so the rollover runs at 00:05 UTC while `make run` is up). Each run gets the
+schedule's Input (an empty object by default).
 """
 
 from __future__ import annotations
@@ -67,9 +68,10 @@ def interval_seconds(expression: str) -> float | None:
 
 
 class Scheduler:
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
+        self._clock = clock
 
     def add(
         self,
@@ -81,20 +83,30 @@ class Scheduler:
         scale: float = 1.0,
     ) -> bool:
         interval = interval_seconds(expression)
-        if interval is None:
+        if interval is None and next_cron(expression, self._clock()) is None:
             log.warning("%s: schedule %r is not run locally", name, expression)
             return False
-        period = interval * scale
 
-        def loop() -> None:
-            while not self._stop.wait(period):
-                try:
-                    result = invoke(payload)
-                    log.info(
-                        "%s ran on schedule %s: %s", name, expression, json.dumps(result)[:200]
-                    )
-                except Exception as exc:  # a failed run is retried on the next tick
-                    log.warning("%s failed on schedule %s: %s", name, expression, exc)
+        def run() -> None:
+            try:
+                result = invoke(payload)
+                log.info("%s ran on schedule %s: %s", name, expression, json.dumps(result)[:200])
+            except Exception as exc:  # a failed run is retried on the next tick
+                log.warning("%s failed on schedule %s: %s", name, expression, exc)
+
+        def every_interval() -> None:
+            while not self._stop.wait((interval or 0) * scale):
+                run()
+
+        def on_cron() -> None:
+            after = self._clock() + timedelta(minutes=1)  # from the next minute on
+            while (at := next_cron(expression, after)) is not None:
+                if self._stop.wait(max(0.0, (at - self._clock()).total_seconds())):
+                    return
+                run()
+                after = at + timedelta(minutes=1)
+
+        loop = every_interval if interval is not None else on_cron
 
         thread = threading.Thread(target=loop, name=f"schedule-{name}", daemon=True)
         thread.start()

@@ -237,3 +237,34 @@ def test_a_popular_archived_board_costs_no_query_per_request(index, database_url
     for _ in range(20):
         assert reads.entries(board_id, {"period": "2026-W47", "limit": "50"}) == first
     assert CountingArchive.windows == 1
+
+
+def test_the_local_scheduler_runs_cron_schedules_at_their_minute():
+    """`make run` runs the rollover's cron schedules, not only rate() ones (the clock is put
+    0.3 s before a minute that matches, and again after it for the next match)."""
+    import threading
+    from datetime import timedelta
+
+    from devstack.scheduler import Scheduler
+
+    start = datetime.now(UTC)
+    boundary = start.replace(second=0, microsecond=0) + timedelta(minutes=7)
+    offset = boundary - timedelta(seconds=0.3) - start  # "now" is 0.3 s before :07
+
+    ran = threading.Event()
+    runs: list[dict] = []
+    scheduler = Scheduler(clock=lambda: datetime.now(UTC) + offset)
+    minute = boundary.minute
+    added = scheduler.add(
+        "RolloverFunction",
+        f"cron({minute} * * * ? *)",
+        {"kinds": ["daily"]},
+        lambda payload: (runs.append(payload), ran.set()),
+    )
+    try:
+        assert added
+        assert ran.wait(10), "the cron schedule did not run at its minute"
+        assert runs == [{"kinds": ["daily"]}]
+    finally:
+        scheduler.stop()
+    assert not Scheduler().add("X", "cron(bad)", {}, lambda payload: None)
