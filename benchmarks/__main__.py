@@ -192,8 +192,8 @@ def _plot_http(http: dict[str, Any], throughput: Any, depth: Any) -> None:
     sustained = http["sustained"]
     samples = sustained["depth_samples"]
     depth.plot([t for t, _ in samples], [d for _, d in samples])
-    depth.axvline(sustained["seconds"], color="black", linewidth=1, linestyle="--")
-    depth.set_xlabel("seconds (dashed: the load stops)")
+    depth.axvline(sustained["load_ended_after_s"], color="black", linewidth=1, linestyle="--")
+    depth.set_xlabel("seconds (dashed: the last request answered)")
     depth.set_ylabel("messages in the score queue")
     depth.set_title(
         f"Sustained {sustained['submit_rate']:g} submissions/s + {sustained['read_rate']:g}"

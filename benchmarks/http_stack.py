@@ -5,7 +5,8 @@ load generator on keep-alive connections (benchmarks/http_load.py, in a process 
    persister and the schedules running), create a `best` board with all four periods, load
    PLAYERS standings per period into PostgreSQL and publish them with the admin rebuild.
 2. The floor: the same requests through the read and write handlers loaded in this process,
-   against the same stores (the SQS send included), one at a time.
+   against the same stores (the SQS send included), one at a time. Then a warm-up that starts
+   every worker the pools may start.
 3. Closed loop: top 10, one player, the window around a player, and submissions, at 1, 8 and 32
    clients: requests a second, p50 and p99.
 4. Sustained: an open loop of SUSTAINED_RATE submissions a second, with reads mixed in, for
@@ -59,6 +60,7 @@ class Settings:
     sustained_read_rate: float = 300.0
     sustained_seconds: float = 60.0
     floor_samples: int = 300
+    warm_seconds: float = 3.0
 
 
 # --- requests -------------------------------------------------------------------------------
@@ -355,6 +357,11 @@ def run(settings: Settings | None = None, extra_env: dict[str, str] | None = Non
         loaded_s = round(time.perf_counter() - started, 1)
         handler = floor(stack, board, settings.players, settings.floor_samples)
         run_id = uuid.uuid4().hex[:8]
+        # Warm-up, not recorded: every worker the pools may start is started (a cold start
+        # costs a second of CPU, which would land in whichever phase first needs the worker).
+        warm = Requests("mixed", board, settings.players, stack.server, f"{run_id}-warm")
+        top = max(settings.concurrency)
+        run_in_child("closed", "127.0.0.1", stack.port, warm, top, settings.warm_seconds)
         rows = []
         for op in OPS:
             for clients in settings.concurrency:
@@ -421,6 +428,7 @@ def _sustained(stack: Stack, board: str, settings: Settings, run_id: str) -> dic
         "read_p99_ms": round(_percentile_ms(read_latencies, 0.99), 2) if read_latencies else None,
         "failures": result.failures(),
         "late_starts": result.missed_starts,
+        "load_ended_after_s": load_end,  # later than `seconds` when the stack fell behind
         "max_depth": max(during, default=0),
         "depth_last_third_max": max(during[len(during) * 2 // 3 :], default=0),
         "drain_seconds": drain,

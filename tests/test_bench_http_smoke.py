@@ -20,6 +20,7 @@ def test_http_suite_runs_end_to_end_on_make_run():
         sustained_read_rate=20,
         sustained_seconds=3,
         floor_samples=20,
+        warm_seconds=0.5,
     )
     results = http_stack.run(settings)
     rows = results["rows"]
