@@ -38,7 +38,7 @@ from redis.connection import Connection, ConnectionPool
 
 from devstack import tokens
 from devstack.gateway import build_event
-from devstack.runtime import load_handler, make_context
+from devstack.runtime import load_handler, make_context, module_name
 from devstack.template import FunctionSpec, Template
 from devstack.template import load as load_template
 from leaderboard.domain.boards import parse_board_request
@@ -139,12 +139,6 @@ class _Op:
     make: Callable[[random.Random], _Call]
 
 
-def _module_name(spec: FunctionSpec) -> str:
-    """The sys.modules name devstack.runtime.load_handler gives a function's module."""
-    module_file = spec.handler.rpartition(".")[0]
-    return f"lambda_{spec.name}_{module_file.replace('.', '_')}"
-
-
 @contextlib.contextmanager
 def _handlers(redis_url: str) -> Iterator[_Api]:
     """The real read and write handlers, loaded fresh against `redis_url` (whatever this
@@ -154,7 +148,7 @@ def _handlers(redis_url: str) -> Iterator[_Api]:
     specs = {name: template.functions[name] for name in (READ_FUNCTION, WRITE_FUNCTION)}
     saved_modules = {
         name: sys.modules.pop(name)
-        for name in (_module_name(spec) for spec in specs.values())
+        for name in (module_name(spec) for spec in specs.values())
         if name in sys.modules
     }
     loaded: dict[str, _Function] = {}
@@ -162,7 +156,7 @@ def _handlers(redis_url: str) -> Iterator[_Api]:
         for name, spec in specs.items():
             os.environ.update(spec.resolved_environment({"REDIS_URL": redis_url, **ENVIRONMENT}))
             handler = load_handler(spec)
-            module = sys.modules[_module_name(spec)]
+            module = sys.modules[module_name(spec)]
             service = module.reads if name == READ_FUNCTION else module.scores
             client = service.index.client
             # Connections that count their sends (round trips), for timings and floor alike.
@@ -186,7 +180,7 @@ def _handlers(redis_url: str) -> Iterator[_Api]:
             function.index.client.connection_pool.disconnect()
             function.index.client.close()
         for spec in specs.values():
-            sys.modules.pop(_module_name(spec), None)
+            sys.modules.pop(module_name(spec), None)
         sys.modules.update(saved_modules)
         os.environ.clear()
         os.environ.update(saved_env)

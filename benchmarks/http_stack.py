@@ -210,22 +210,30 @@ def floor(stack: Stack, board: str, players: int, samples: int) -> dict[str, dic
     """p50/p99 (ms) of each operation through the real handlers in this process, one at a time,
     with the stack's environment: the handler's own time (the event built and the token checked
     beforehand), without HTTP, the gateway or the worker hop."""
-    from devstack.runtime import load_handler
+    from devstack.runtime import load_handler, module_name
     from devstack.template import load
 
     template = load()
+    specs = [template.functions[name] for name in ("ApiReadFunction", "ApiWriteFunction")]
+    # Fresh modules: one this process loaded before holds clients for other stores.
+    names = [module_name(spec) for spec in specs]
+    saved_modules = {name: sys.modules.pop(name) for name in names if name in sys.modules}
     saved_env = dict(os.environ)
     handlers = {}
     try:
-        for name in ("ApiReadFunction", "ApiWriteFunction"):
-            spec = template.functions[name]
+        for spec in specs:
             os.environ.update(spec.resolved_environment(stack.env))
-            handlers[name] = (load_handler(spec), spec)
+            handlers[spec.name] = (load_handler(spec), spec)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        with Path(os.devnull).open("w") as quiet, contextlib.redirect_stdout(quiet):  # EMF
+            return _time_handlers(stack, board, players, samples, template, handlers)
     finally:
         os.environ.clear()
         os.environ.update(saved_env)
-    with Path(os.devnull).open("w") as quiet, contextlib.redirect_stdout(quiet):  # EMF lines
-        return _time_handlers(stack, board, players, samples, template, handlers)
+        for name in names:
+            sys.modules.pop(name, None)
+        sys.modules.update(saved_modules)
 
 
 def _time_handlers(

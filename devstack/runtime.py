@@ -65,11 +65,17 @@ def make_context(spec: FunctionSpec) -> LocalContext:
     )
 
 
+def module_name(spec: FunctionSpec) -> str:
+    """The name a function's handler module has in sys.modules (several share 'app')."""
+    module_file = spec.handler.rpartition(".")[0]
+    return f"lambda_{spec.name}_{module_file.replace('.', '_')}"
+
+
 def load_handler(spec: FunctionSpec) -> Any:
-    """Import a function's handler module under a name of its own (several share 'app')."""
+    """Import a function's handler module under a name of its own, once per process."""
     module_file, _, attr = spec.handler.rpartition(".")
     path = spec.code_dir / f"{module_file.replace('.', '/')}.py"
-    name = f"lambda_{spec.name}_{module_file.replace('.', '_')}"
+    name = module_name(spec)
     if name in sys.modules:
         return getattr(sys.modules[name], attr)
     module_spec = importlib.util.spec_from_file_location(name, path)
