@@ -317,6 +317,27 @@ class _ServerProcess:
         self._log_offset = log.stat().st_size if log.exists() else 0
         self._proc = _spawn(argv, cwd=cwd, log=log, deathsig=deathsig, env=env, user=user)
 
+    _port = 0
+    _port_fixed = False
+
+    def _wait_ready(self, timeout: float) -> bool:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _launch_until_ready(self, launch: Callable[[int], None], timeout: float) -> None:
+        """Call `launch(attempt)` until the server is ready. If an auto-picked port was taken
+        meanwhile, try again on another; once up, the port is kept for restart()."""
+        for attempt in range(_START_ATTEMPTS):
+            launch(attempt)
+            if self._wait_ready(timeout):
+                self._port_fixed = True
+                return
+            log = self._log_tail()
+            self._shutdown(timeout=1)
+            if _ADDRESS_IN_USE in log and not self._port_fixed and attempt + 1 < _START_ATTEMPTS:
+                self._port = free_port()
+                continue
+            raise ServerStartError(f"{self._kind} did not start on port {self._port}:\n{log}")
+
     def _startup_failed(self) -> bool:
         """True if the process died during startup (it is then reaped)."""
         if self._proc is None or not _has_exited(self._proc):
@@ -478,26 +499,21 @@ class EmbeddedValkey(_ServerProcess):
             else:
                 self._data_dir = Path(tempfile.mkdtemp(prefix="valkey-"))
         _register(self, self.stop)
-        for attempt in range(_START_ATTEMPTS):
+        data_dir = self._data_dir
+
+        def launch(attempt: int) -> None:
             if self._cluster and (self._bus_port is None or attempt > 0):
                 self._bus_port = free_port()
-            conf = self._data_dir / "valkey.conf"
+            conf = data_dir / "valkey.conf"
             conf.write_text(self._config())
             self._launch(
                 [str(_valkey_binary()), str(conf)],
-                cwd=self._data_dir,
-                log=self._data_dir / "valkey.log",
+                cwd=data_dir,
+                log=data_dir / "valkey.log",
                 deathsig=signal.SIGTERM if self.persist else signal.SIGKILL,
             )
-            if self._wait_ready(timeout):
-                self._port_fixed = True  # restart() must come back on the same port
-                return
-            log = self._log_tail()
-            self._shutdown(timeout=1)
-            if _ADDRESS_IN_USE in log and not self._port_fixed and attempt + 1 < _START_ATTEMPTS:
-                self._port = free_port()
-                continue
-            raise ServerStartError(f"valkey-server did not start on port {self._port}:\n{log}")
+
+        self._launch_until_ready(launch, timeout)
 
     def _wait_ready(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -990,7 +1006,8 @@ class EmbeddedPostgres(_ServerProcess):
         if not (data_dir / "PG_VERSION").exists():
             self._initdb(bin_dir, data_dir, user)
         self._clear_stale_pid_file(data_dir)
-        for attempt in range(_START_ATTEMPTS):
+
+        def launch(attempt: int) -> None:
             self._remove_socket_dir()  # left behind by kill()
             self._socket_dir = Path(tempfile.mkdtemp(prefix="lbpg", dir=_short_tmp_base()))
             if len(str(self._socket_dir)) > 80:
@@ -1005,15 +1022,8 @@ class EmbeddedPostgres(_ServerProcess):
                 env=_pg_env(),
                 user=user,
             )
-            if self._wait_ready(timeout):
-                self._port_fixed = True
-                return
-            log = self._log_tail()
-            self._shutdown(timeout=1)
-            if _ADDRESS_IN_USE in log and not self._port_fixed and attempt + 1 < _START_ATTEMPTS:
-                self._port = free_port()
-                continue
-            raise ServerStartError(f"postgres did not start on port {self._port}:\n{log}")
+
+        self._launch_until_ready(launch, timeout)
 
     def _wait_ready(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -1097,23 +1107,18 @@ class LocalSQS(_ServerProcess):
     def _start(self, timeout: float) -> None:
         assert self._log_dir is not None
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        for attempt in range(_START_ATTEMPTS):
+        log_dir = self._log_dir
+
+        def launch(attempt: int) -> None:
             self._launch(
                 [sys.executable, "-m", "devstack.sqs_server", str(self._port)],
                 cwd=Path.cwd(),
-                log=self._log_dir / "sqs.log",
+                log=log_dir / "sqs.log",
                 deathsig=signal.SIGKILL,
                 env=env,
             )
-            if self._wait_ready(timeout):
-                self._port_fixed = True  # restart() comes back on the same port
-                return
-            log = self._log_tail()
-            self._shutdown(timeout=1)
-            if _ADDRESS_IN_USE in log and not self._port_fixed and attempt + 1 < _START_ATTEMPTS:
-                self._port = free_port()
-                continue
-            raise ServerStartError(f"the SQS server did not start on port {self._port}:\n{log}")
+
+        self._launch_until_ready(launch, timeout)
 
     def _wait_ready(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
