@@ -14,12 +14,14 @@ dead-letter queue, retention), reached two ways:
 * everything else, and any call the fast path does not take as it is (an error, an unusual
   parameter), goes through moto's own WSGI application, so errors are worded by moto.
 
-Three of moto's hot spots are replaced while this process runs, without changing behaviour:
+Four of moto's hot spots are replaced while this process runs, without changing behaviour:
 its clock (`unix_time_millis`, datetime arithmetic run for every message of the queue on each
 send and receive) is `time.time()`, the same number; the retention check of `receive_message`
 reads the retention period instead of recomputing every queue attribute, each of which counts
-the whole queue, for every message it hands out (quadratic in the queue's depth); and
-`delete_message_batch` finds its messages in one pass over the queue instead of two per entry.
+the whole queue, for every message it hands out (quadratic in the queue's depth);
+`delete_message_batch` finds its messages in one pass over the queue instead of two per entry;
+and `send_message` on a standard queue skips the FIFO-only attribute check that counted the
+whole queue on every send.
 """
 
 from __future__ import annotations
@@ -101,8 +103,47 @@ def patch_moto() -> None:
             queue._messages = [m for m in queue._messages if id(m) not in doomed]
         return success, errors
 
+    original_send = models.SQSBackend.send_message
+
+    def send_message(
+        self: models.SQSBackend,
+        queue_name: str,
+        message_body: str,
+        message_attributes: dict[str, Any] | None = None,
+        delay_seconds: int | None = None,
+        deduplication_id: str | None = None,
+        group_id: str | None = None,
+        system_attributes: dict[str, Any] | None = None,
+        validate_group_id: bool = True,
+    ) -> models.Message:
+        queue: Any = self.get_queue(queue_name)
+        delay = int(queue.delay_seconds if delay_seconds is None else delay_seconds)
+        if queue.fifo_queue or deduplication_id or group_id or not 0 <= delay <= 900:
+            return original_send(
+                self,
+                queue_name,
+                message_body,
+                message_attributes,
+                delay_seconds,
+                deduplication_id,
+                group_id,
+                system_attributes,
+                validate_group_id,
+            )
+        # A standard queue: moto's own code differs only in asking the queue for its
+        # ContentBasedDeduplication attribute (a FIFO one, always absent here), which computes
+        # every attribute of the queue and counts its messages three times on each send.
+        self._validate_message(queue, message_body=message_body, delay_seconds=delay)
+        message = models.Message(str(models.random.uuid4()), message_body, system_attributes)
+        if message_attributes:
+            message.message_attributes = message_attributes
+        message.mark_sent(delay_seconds=delay)
+        queue.add_message(message)
+        return message
+
     models.unix_time = unix_time
     models.unix_time_millis = unix_time_millis
+    models.SQSBackend.send_message = send_message  # type: ignore[method-assign]
     models.SQSBackend.delete_message_batch = delete_message_batch  # type: ignore[method-assign]
     models.SQSBackend.is_message_valid_based_on_retention_period = (  # type: ignore[method-assign]
         is_message_valid_based_on_retention_period

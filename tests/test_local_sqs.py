@@ -119,3 +119,15 @@ def test_errors_are_moto_s_own(client, queue):
         client.receive_message(QueueUrl=queue + "-missing")
     with pytest.raises(ClientError, match="MaxNumberOfMessages"):
         client.receive_message(QueueUrl=queue, MaxNumberOfMessages=11)
+
+
+def test_delays_still_take_moto_s_own_send(client, queue):
+    """A standard-queue send skips moto's FIFO-only check; a delayed one is moto's own."""
+    client.send_message(QueueUrl=queue, MessageBody="now")
+    client.send_message(QueueUrl=queue, MessageBody="later", DelaySeconds=30)
+    got = client.receive_message(QueueUrl=queue, MaxNumberOfMessages=10)["Messages"]
+    assert [m["Body"] for m in got] == ["now"]
+    attributes = client.get_queue_attributes(
+        QueueUrl=queue, AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+    )["Attributes"]
+    assert attributes == {"ApproximateNumberOfMessagesDelayed": "1"}
