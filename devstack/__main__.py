@@ -9,7 +9,7 @@ import logging
 import os
 import signal
 import sys
-import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -18,21 +18,30 @@ from devstack.stack import LocalStack, StackConfig, default_data_dir
 from devstack.template import ROOT, load
 
 
+def stop_on_signals() -> list[int]:
+    """SIGINT and SIGTERM are recorded in the returned list, and nothing more: a handler that
+    takes a lock (threading.Event.set did) deadlocks when a second signal (a second Ctrl-C, or
+    one to the process group and one from a parent) arrives while the first holds it."""
+    received: list[int] = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, _frame: received.append(signum))
+    return received
+
+
 def run(_: argparse.Namespace) -> int:
     logging.basicConfig(
         level=os.environ.get("LOCAL_LOG_LEVEL", "INFO"),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    stopping = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stopping.set())
+    received = stop_on_signals()
     stack = LocalStack(StackConfig())
     stack.start()
     print(
         f"Leaderboard API ready at {stack.url} (demo page: {stack.url}/). Ctrl-C stops it.",
         flush=True,
     )
-    stopping.wait()
+    while not received:
+        time.sleep(0.2)
     print("stopping...", flush=True)
     stack.stop()
     print("stopped.", flush=True)

@@ -300,3 +300,28 @@ def test_sqs_server_runs_in_a_process_of_its_own_and_stops_with_it():
         assert len(got) == 10
     _assert_gone(pid)
     assert not sqs.is_running()
+
+
+def test_make_run_records_repeated_stop_signals_without_locks():
+    """A stack once hung on shutdown: its SIGTERM handler called Event.set, and a second signal
+    arrived while the first handler held the Event's lock (py-spy showed the nested frames).
+    The handler now only records; two signals in a row are both seen and nothing blocks."""
+    import signal
+    import time
+
+    from devstack.__main__ import stop_on_signals
+
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        received = stop_on_signals()
+        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(100):
+            if len(received) >= 2:
+                break
+            time.sleep(0.01)
+        assert signal.SIGTERM in received and signal.SIGINT in received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
