@@ -52,6 +52,7 @@ typecheck: setup
 	$(VENV)/bin/mypy --explicit-package-bases functions/outbox_relay/app.py
 	$(VENV)/bin/mypy --explicit-package-bases functions/rollover/app.py
 	$(VENV)/bin/mypy --explicit-package-bases functions/migrations/app.py
+	$(VENV)/bin/mypy --explicit-package-bases functions/live_publisher/app.py
 
 validate: setup
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/sam validate --lint

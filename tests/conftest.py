@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-from devstack.servers import EmbeddedPostgres, EmbeddedValkey, LocalSQS
+from devstack.servers import EmbeddedPostgres, EmbeddedValkey, LocalEventApi, LocalSQS
 from leaderboard.domain.boards import parse_board_request
 from leaderboard.stores.postgres import apply_migrations
 from leaderboard.stores.redis_client import connect
@@ -170,7 +170,16 @@ class InProcessApi:
 
 
 @pytest.fixture(scope="session")
-def api(redis_url: str, database_url: str, sqs: LocalSQS, queue_url: str) -> InProcessApi:
+def event_api() -> Iterator[LocalEventApi]:
+    """The local AppSync Events stand-in: WebSocket subscribers, HTTP publishes."""
+    with LocalEventApi() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def api(
+    redis_url: str, database_url: str, sqs: LocalSQS, queue_url: str, event_api: LocalEventApi
+) -> InProcessApi:
     return InProcessApi(
         {
             "REDIS_URL": redis_url,
@@ -178,6 +187,7 @@ def api(redis_url: str, database_url: str, sqs: LocalSQS, queue_url: str) -> InP
             "DATABASE_URL": database_url,
             "SCORE_QUEUE_URL": queue_url,
             "SQS_ENDPOINT_URL": sqs.endpoint_url,
+            "LIVE_EVENTS_URL": event_api.publish_url,
             "AWS_DEFAULT_REGION": "us-east-1",
             "AWS_ACCESS_KEY_ID": "testing",
             "AWS_SECRET_ACCESS_KEY": "testing",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from leaderboard.domain.auth import Caller
@@ -94,6 +96,21 @@ def test_put_board_merges_and_protects_rules_once_there_are_entries(
         == 200
     )
     assert api.call("GET", path).json()["mode"] == "best"
+
+
+def test_live_top_defaults_to_ten_changes_freely_and_the_board_names_its_channel(
+    api, admin_token, server_token
+):
+    board_id = f"live_{uuid.uuid4().hex[:8]}"
+    path = f"/boards/{board_id}"
+    created = api.call("PUT", path, {}, token=admin_token).json()
+    assert created["live_top"] == 10
+    assert created["live_channel"] == f"/leaderboards/{board_id.replace('_', 'U')}"
+    api.call("POST", f"{path}/scores", {"player_id": "p", "score": 1}, token=server_token)
+    changed = api.call("PUT", path, {"live_top": 100}, token=admin_token)  # not a ranking rule
+    assert changed.status == 200 and changed.json()["live_top"] == 100
+    listed = [b for b in api.call("GET", "/boards").json()["boards"] if b["board_id"] == board_id]
+    assert listed[0]["live_top"] == 100 and listed[0]["live_channel"] == created["live_channel"]
 
 
 def test_admin_delete_removes_the_player_everywhere(

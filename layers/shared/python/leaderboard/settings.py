@@ -119,3 +119,27 @@ class DatabaseSettings:
         )
         user, password = quote(secret["username"], safe=""), quote(secret["password"], safe="")
         return self.url.replace("postgresql://", f"postgresql://{user}:{password}@", 1)
+
+
+@dataclass(frozen=True, slots=True)
+class LiveSettings:
+    """The live publisher: where to publish, how often at most, and how long one run lasts."""
+
+    events_url: str
+    namespace: str
+    publish_rate: int
+    run_seconds: int
+    max_changed: int
+
+    @classmethod
+    def from_env(cls) -> LiveSettings:
+        namespace = os.environ.get("LIVE_NAMESPACE", "leaderboards").strip()
+        if not namespace.replace("-", "").isalnum() or not 1 <= len(namespace) <= 50:
+            raise ConfigurationError("LIVE_NAMESPACE must be 1-50 letters, digits or dashes")
+        return cls(
+            events_url=_url("LIVE_EVENTS_URL", ("https", "http")),
+            namespace=namespace,
+            publish_rate=_int("LIVE_PUBLISH_RATE", 4, 1, 20),
+            run_seconds=_int("LIVE_RUN_SECONDS", 60, 1, 840),
+            max_changed=_int("LIVE_MAX_CHANGED", 100, 0, 1000),
+        )

@@ -6,6 +6,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from leaderboard.domain.errors import BadRequest, Conflict
+from leaderboard.domain.live import DEFAULT_LIVE_TOP, MAX_LIVE_TOP, board_channel
 from leaderboard.domain.periods import ALL_TIME, PERIOD_KINDS, WEEKLY
 from leaderboard.domain.validation import (
     REGION_RE,
@@ -37,6 +38,7 @@ class BoardConfig:
     max_increment: int | float | None = None
     regions: tuple[str, ...] | None = None
     rate_limit_per_minute: int | None = None
+    live_top: int = DEFAULT_LIVE_TOP
     created_at: str = ""
     updated_at: str = ""
     version: int = 1
@@ -49,6 +51,7 @@ class BoardConfig:
         data.pop("version")
         data["periods"] = list(self.periods)
         data["regions"] = list(self.regions) if self.regions is not None else None
+        data["live_channel"] = board_channel(self.board_id)
         return data
 
     def to_script_config(self) -> dict[str, Any]:
@@ -87,6 +90,7 @@ class BoardConfig:
             max_increment=data.get("max_increment"),
             regions=tuple(data["regions"]) if data.get("regions") else None,
             rate_limit_per_minute=data.get("rate_limit_per_minute"),
+            live_top=int(data.get("live_top", DEFAULT_LIVE_TOP)),
             created_at=data.get("created_at", ""),
             updated_at=data.get("updated_at", ""),
             version=int(data.get("version", 1)),
@@ -105,6 +109,7 @@ _FIELDS = (
     "max_increment",
     "regions",
     "rate_limit_per_minute",
+    "live_top",
 )
 
 
@@ -171,6 +176,8 @@ def _parse_field(name: str, value: Any) -> Any:
             if value is None
             else require_int(value, name, minimum=1, maximum=MAX_RATE_PER_MINUTE)
         )
+    if name == "live_top":
+        return require_int(value, name, minimum=1, maximum=MAX_LIVE_TOP)
     raise AssertionError(name)  # pragma: no cover
 
 

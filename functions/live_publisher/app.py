@@ -1,0 +1,58 @@
+"""Live publisher (started every minute): for about a minute, coalesces each board's changes
+into a few messages per channel per second and publishes them to the event API.
+
+Only this function may publish (IAM); subscribers connect to the event API directly. Nothing
+here is on the write path: if this function fails, writes and persistence go on and clients
+fall back to reading.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from leaderboard.api.observability import logger, metrics, tracer
+from leaderboard.services.live import LivePublisher
+from leaderboard.settings import LiveSettings, RedisSettings
+from leaderboard.stores.event_api import EventApiPublisher
+from leaderboard.stores.redis_client import connect
+from leaderboard.stores.redis_live import LiveIndex
+
+# Leave this much of the function timeout for releasing the lease and flushing metrics.
+_MARGIN_MS = 5_000
+
+redis_settings = RedisSettings.from_env()
+settings = LiveSettings.from_env()
+index = LiveIndex(
+    connect(redis_settings.url, cluster=redis_settings.cluster),
+    max_changed=settings.max_changed,
+)
+publisher = LivePublisher(
+    index,
+    EventApiPublisher(settings.events_url),
+    rate=settings.publish_rate,
+    namespace=settings.namespace,
+)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics(raise_on_empty_metrics=False)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    seconds = float(settings.run_seconds)
+    if isinstance(event, dict) and isinstance(event.get("run_seconds"), int | float):
+        seconds = min(seconds, max(0.0, float(event["run_seconds"])))  # a short run, by hand
+    seconds = min(seconds, max(0.0, (context.get_remaining_time_in_millis() - _MARGIN_MS) / 1000))
+    report = publisher.run(context.aws_request_id, seconds)
+    metrics.add_metric(name="LiveTicks", unit="Count", value=report.ticks)
+    metrics.add_metric(name="LivePublishes", unit="Count", value=report.published)
+    metrics.add_metric(name="LivePublishFailures", unit="Count", value=report.failed)
+    metrics.add_metric(name="LiveBoardErrors", unit="Count", value=report.board_errors)
+    summary = dataclasses.asdict(report)
+    if report.failed or report.board_errors or report.dropped_too_big:
+        logger.warning("live publisher run had failures", extra=summary)
+    else:
+        logger.info("live publisher run", extra=summary)
+    return summary

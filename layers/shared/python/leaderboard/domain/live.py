@@ -1,0 +1,124 @@
+"""Live updates: which channel carries a board's changes, and what a message on it says.
+
+A channel is one board, one period kind and optionally one region. Channel names follow the
+AWS AppSync Events rules (segments of at most 50 characters of `[A-Za-z0-9-]`), which board ids
+(`[a-z0-9_-]`, up to 64 characters) do not always meet; `board_segment` maps every board id to a
+valid segment, one-to-one, and the board object carries the result so clients need not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+NAMESPACE = "leaderboards"
+MAX_SEGMENT = 50
+DEFAULT_LIVE_TOP = 10
+MAX_LIVE_TOP = 100
+DEFAULT_MAX_CHANGED = 100
+# AppSync Events refuses an event over 240 KiB; a message is kept under this to leave room for
+# the publish envelope.
+MAX_MESSAGE_BYTES = 230 * 1024
+MESSAGE_TYPE = "leaderboard.changed"
+
+
+def board_segment(board_id: str) -> str:
+    """The channel segment of a board.
+
+    Board ids are lower case, so writing `_` as `U` cannot collide with another id. An id that
+    is still too long keeps a readable prefix and gets `-H` plus a hash; no plain id holds an
+    `H`, so that form cannot collide with one either.
+    """
+    segment = board_id.replace("_", "U")
+    if len(segment) <= MAX_SEGMENT:
+        return segment
+    digest = hashlib.sha256(board_id.encode()).hexdigest()[:12].upper()
+    return f"{segment[:36]}-H{digest}"
+
+
+def board_channel(board_id: str, namespace: str = NAMESPACE) -> str:
+    """The prefix of all of a board's channels (subscribe to `<prefix>/*` for every one)."""
+    return f"/{namespace}/{board_segment(board_id)}"
+
+
+def channel_name(
+    board_id: str, period_kind: str, region: str | None, namespace: str = NAMESPACE
+) -> str:
+    """The channel of one board, period kind and region (None: the global board)."""
+    name = f"{board_channel(board_id, namespace)}/{period_kind}"
+    return f"{name}/{region}" if region else name
+
+
+@dataclass(frozen=True, slots=True)
+class Channel:
+    """One channel of a board, with the period id that is current when it is read."""
+
+    period_kind: str
+    period_id: str
+    region: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class LiveEntry:
+    player_id: str
+    rank: int | None
+    score: int | float | None
+    metadata: dict[str, Any] | None
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "rank": self.rank,
+            "player_id": self.player_id,
+            "score": self.score,
+            "metadata": self.metadata,
+        }
+        if self.rank is None:
+            body["removed"] = True  # trimmed out by max_entries, or no longer on the board
+        return body
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelUpdate:
+    """What changed on one channel since the previous message on it."""
+
+    board_id: str
+    channel: Channel
+    version: int
+    previous_version: int | None
+    total: int
+    top: tuple[LiveEntry, ...]
+    changed: tuple[LiveEntry, ...]
+    changed_truncated: bool = False
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def name(self, namespace: str = NAMESPACE) -> str:
+        return channel_name(self.board_id, self.channel.period_kind, self.channel.region, namespace)
+
+    def to_message(self, published_at: str) -> dict[str, Any]:
+        """The event published on the channel (docs/API.md, "Live updates")."""
+        return {
+            "type": MESSAGE_TYPE,
+            "board_id": self.board_id,
+            "period_kind": self.channel.period_kind,
+            "period": self.channel.period_id,
+            "region": self.channel.region,
+            "version": self.version,
+            "previous_version": self.previous_version,
+            "total": self.total,
+            "top": [e.to_json() for e in self.top],
+            "changed": [e.to_json() for e in self.changed],
+            "changed_truncated": self.changed_truncated,
+            "published_at": published_at,
+        }
+
+
+def fit_message(message: dict[str, Any], encode: Any, limit: int = MAX_MESSAGE_BYTES) -> str | None:
+    """The message as text within `limit` bytes: the changed entries go first (a client that
+    misses them refetches), then the message is dropped (None) rather than refused downstream."""
+    text: str = encode(message)
+    if len(text.encode()) <= limit:
+        return text
+    trimmed = dict(message, changed=[], changed_truncated=True)
+    text = encode(trimmed)
+    return text if len(text.encode()) <= limit else None

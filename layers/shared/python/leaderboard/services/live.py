@@ -1,0 +1,182 @@
+"""The live publisher: coalesces each board's changes into at most `rate` messages per channel
+per second and publishes them to the event API.
+
+It never touches the write path. The submit script already appends every applied event to the
+board's outbox stream; on each tick the publisher reads what is new there for every board (one
+pipelined round trip), builds one message per changed channel and publishes them. The cost grows
+with boards x ticks, not with writes: a thousand submissions in one tick make one message.
+
+One run holds a Redis lease so a single publisher ticks at a time. Runs are started every
+minute; a new run asks the running one to hand over and takes the lease at its next tick.
+Everything here is best-effort: a failing board or publish is counted and logged, the other
+boards and channels go on, and clients notice a missed message by its `previous_version`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from leaderboard.domain.live import DEFAULT_LIVE_TOP, Channel, ChannelUpdate, fit_message
+from leaderboard.domain.periods import PERIOD_KINDS, current_period
+from leaderboard.stores.redis_live import BoardChanges, BoardChannels, LiveIndex
+
+log = logging.getLogger(__name__)
+
+
+class EventPublisher(Protocol):
+    def publish(self, channel: str, events: list[str]) -> None: ...
+
+
+@dataclass
+class LiveReport:
+    ticks: int = 0
+    messages: int = 0
+    published: int = 0
+    failed: int = 0
+    dropped_too_big: int = 0
+    board_errors: int = 0
+    entries_read: int = 0
+    entries_skipped: int = 0
+    waited_for_lease_ms: int = 0
+    handed_over: bool = False
+    errors: list[str] = field(default_factory=list)
+
+    def note(self, error: str) -> None:
+        if len(self.errors) < 20:  # a sample for the log, not every repeat
+            self.errors.append(error[:300])
+
+
+def _encode(message: dict[str, Any]) -> str:
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+
+
+def _iso_ms(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def board_channels(board: dict[str, Any], now: datetime) -> BoardChannels:
+    """The channels of a board from its public object, with the period ids current at `now`."""
+    kinds = [k for k in PERIOD_KINDS if k in (board.get("periods") or [])]
+    regions: list[str | None] = [None, *(board.get("regions") or [])]
+    channels = tuple(
+        Channel(kind, current_period(kind, now).id, region) for kind in kinds for region in regions
+    )
+    return BoardChannels(
+        board["board_id"], channels, int(board.get("live_top") or DEFAULT_LIVE_TOP)
+    )
+
+
+class LivePublisher:
+    def __init__(
+        self,
+        index: LiveIndex,
+        publisher: EventPublisher,
+        *,
+        rate: float,
+        namespace: str,
+        workers: int = 8,
+        catalog_seconds: float = 5.0,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.index = index
+        self.publisher = publisher
+        self.interval = 1.0 / rate
+        self.namespace = namespace
+        self.catalog_seconds = catalog_seconds
+        self.clock = clock
+        self.monotonic = monotonic
+        self.sleep = sleep
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="publish")
+        self._catalog: list[dict[str, Any]] = []
+        self._catalog_at = float("-inf")
+
+    # --- one tick ---------------------------------------------------------------------------
+    def tick(self, report: LiveReport) -> None:
+        """Read every board's changes once and publish one message per changed channel."""
+        now = self.clock()
+        if self.monotonic() - self._catalog_at >= self.catalog_seconds:
+            self._catalog = self.index.catalog()  # new boards and rule changes, every few s
+            self._catalog_at = self.monotonic()
+        boards = [board_channels(b, now) for b in self._catalog]
+        report.ticks += 1
+        updates: list[ChannelUpdate] = []
+        for board, result in zip(boards, self.index.changes(boards), strict=True):
+            if isinstance(result, BoardChanges):
+                updates.extend(result.updates)
+                report.entries_read += result.entries_read
+                report.entries_skipped += result.skipped
+            else:
+                report.board_errors += 1
+                report.note(f"board {board.board_id}: {type(result).__name__}: {result}")
+        if not updates:
+            return
+        published_at = _iso_ms(now)
+        outcomes = self._pool.map(lambda u: self._publish(u, published_at), updates)
+        for update, outcome in zip(updates, outcomes, strict=True):
+            report.messages += 1
+            if outcome is None:
+                report.published += 1
+            elif outcome == "too_big":
+                report.dropped_too_big += 1
+                report.note(f"{update.name(self.namespace)}: message over the event size limit")
+            else:
+                report.failed += 1
+                report.note(outcome)
+
+    def _publish(self, update: ChannelUpdate, published_at: str) -> str | None:
+        text = fit_message(update.to_message(published_at), _encode)
+        if text is None:
+            return "too_big"
+        try:
+            self.publisher.publish(update.name(self.namespace), [text])
+        except Exception as exc:  # any failure of one channel stays with that channel
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    # --- a run: ticks until the deadline or a newer run asks to take over -------------------
+    def run(self, owner: str, seconds: float, lease_ms: int = 5000) -> LiveReport:
+        report = LiveReport()
+        started = self.monotonic()
+        deadline = started + seconds
+        self.index.ask_to_hand_over(owner, lease_ms)
+        while not self.index.take_lease(owner, lease_ms):
+            if self.monotonic() >= deadline:
+                report.note("another run kept the lease until this run's deadline")
+                return report
+            self.sleep(min(0.05, self.interval))
+        report.waited_for_lease_ms = int((self.monotonic() - started) * 1000)
+        try:
+            next_tick = self.monotonic()
+            while self.monotonic() < deadline:
+                if self.index.successor_waiting(owner):
+                    report.handed_over = True
+                    break
+                if not self.index.take_lease(owner, lease_ms):
+                    report.note("lost the lease")  # expired while this run was stalled
+                    break
+                try:
+                    self.tick(report)
+                except Exception as exc:  # Redis unreachable: keep ticking, it may come back
+                    report.board_errors += 1
+                    report.note(f"tick: {type(exc).__name__}: {exc}")
+                next_tick += self.interval
+                pause = next_tick - self.monotonic()
+                if pause > 0:
+                    self.sleep(pause)
+                else:
+                    next_tick = self.monotonic()  # fell behind: skip the missed ticks
+        finally:
+            try:
+                self.index.release_lease(owner)
+            except Exception as exc:  # the lease expires by itself
+                report.note(f"release: {type(exc).__name__}: {exc}")
+        return report

@@ -1,0 +1,172 @@
+"""The live publisher's reads of the serving index: each board's changes since the last tick.
+
+One pipeline per tick carries one `live.lua` call per board, so a tick costs one network round
+trip however many boards there are (one per node on a cluster) and each board's message is built
+from that board's single script call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from redis.exceptions import NoScriptError
+
+from leaderboard.domain.live import Channel, ChannelUpdate, LiveEntry
+from leaderboard.domain.validation import format_score
+from leaderboard.stores.redis_client import RedisLike
+from leaderboard.stores.redis_index import CATALOG_KEY, BoardKeys, _script
+
+LEASE_KEY = "lb:live:lease"
+SUCCESSOR_KEY = "lb:live:successor"
+
+
+def live_state_key(board_id: str) -> str:
+    return BoardKeys(board_id).prefix + "live"
+
+
+@dataclass(frozen=True, slots=True)
+class BoardChannels:
+    """One board as the publisher sees it on a tick: its channels and how many top entries."""
+
+    board_id: str
+    channels: tuple[Channel, ...]
+    top: int
+
+
+@dataclass(frozen=True, slots=True)
+class BoardChanges:
+    board_id: str
+    updates: tuple[ChannelUpdate, ...]
+    entries_read: int = 0
+    skipped: int = 0
+
+
+class LiveIndex:
+    def __init__(self, client: RedisLike, *, scan_limit: int = 5000, max_changed: int = 100):
+        self.client = client
+        self.scan_limit = scan_limit
+        self.max_changed = max_changed
+        self._source = _script("live")
+        # EVALSHA names a script by its SHA-1: an identifier, not a security measure.
+        self._sha = hashlib.sha1(self._source.encode(), usedforsecurity=False).hexdigest()
+
+    def catalog(self) -> list[dict[str, Any]]:
+        """Every published board's public object (rules, periods, regions, live_top)."""
+        return [json.loads(raw) for raw in self.client.hvals(CATALOG_KEY)]
+
+    def changes(self, boards: list[BoardChannels]) -> list[BoardChanges | Exception]:
+        """Each board's changes since its last call, in the order given; a board whose script
+        failed gets its exception, so one bad board never hides the others' changes."""
+        if not boards:
+            return []
+        try:
+            replies = self._run(boards)
+        except NoScriptError:
+            self.client.script_load(self._source)  # after a restart or failover of Redis
+            replies = self._run(boards)
+        results: list[BoardChanges | Exception] = []
+        for board, reply in zip(boards, replies, strict=True):
+            if isinstance(reply, Exception):
+                results.append(reply)
+                continue
+            try:
+                results.append(_parse(board, reply))
+            except (ValueError, IndexError, TypeError) as exc:
+                results.append(exc)
+        return results
+
+    def _run(self, boards: list[BoardChannels]) -> list[Any]:
+        pipe = self.client.pipeline(transaction=False)
+        for board in boards:
+            keys = BoardKeys(board.board_id)
+            script_keys = [
+                keys.cfg,
+                keys.outbox,
+                live_state_key(board.board_id),
+                keys.seq,
+                keys.meta,
+            ]
+            args: list[Any] = [self.scan_limit, board.top, self.max_changed, len(board.channels)]
+            for channel in board.channels:
+                script_keys += [
+                    keys.zset(channel.period_id, channel.region),
+                    keys.members(channel.period_id, channel.region),
+                ]
+                args += [channel.period_kind, channel.period_id, channel.region or ""]
+            pipe.evalsha(self._sha, len(script_keys), *script_keys, *args)
+        replies: list[Any] = pipe.execute(raise_on_error=False)
+        if any(isinstance(r, NoScriptError) for r in replies):
+            raise NoScriptError("live script not loaded")
+        return replies
+
+    # --- one publisher at a time ----------------------------------------------------------
+    def take_lease(self, owner: str, ttl_ms: int) -> bool:
+        """Take the publisher lease if it is free or already ours (then extend it)."""
+        if self.client.set(LEASE_KEY, owner, nx=True, px=ttl_ms):
+            return True
+        return bool(self.client.eval(_EXTEND, 1, LEASE_KEY, owner, ttl_ms))
+
+    def release_lease(self, owner: str) -> None:
+        self.client.eval(_RELEASE, 1, LEASE_KEY, owner)
+
+    def ask_to_hand_over(self, owner: str, ttl_ms: int) -> None:
+        """Tell the running publisher a newer run is waiting (it stops at its next tick)."""
+        self.client.set(SUCCESSOR_KEY, owner, px=ttl_ms)
+
+    def successor_waiting(self, owner: str) -> bool:
+        waiting = self.client.get(SUCCESSOR_KEY)
+        return waiting is not None and waiting != owner
+
+
+_EXTEND = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def _entry(player: str, score: str, rank: Any, meta: str) -> LiveEntry:
+    return LiveEntry(
+        player_id=player,
+        rank=int(rank) if rank != "" else None,
+        score=format_score(float(score)) if score != "" else None,
+        metadata=json.loads(meta) if meta else None,
+    )
+
+
+def _parse(board: BoardChannels, reply: Any) -> BoardChanges:
+    status = reply[0]
+    if status in ("IDLE", "GONE"):
+        return BoardChanges(board.board_id, ())
+    skipped, read = int(reply[1]), int(reply[2])
+    updates = []
+    for kind, period, region, version, previous, total, top, moved, truncated, metas in reply[3:]:
+        n_top = len(top) // 3
+        top_entries = tuple(
+            _entry(top[i * 3], top[i * 3 + 1], top[i * 3 + 2], metas[i]) for i in range(n_top)
+        )
+        changed = tuple(
+            _entry(moved[i * 3], moved[i * 3 + 1], moved[i * 3 + 2], metas[n_top + i])
+            for i in range(len(moved) // 3)
+        )
+        updates.append(
+            ChannelUpdate(
+                board_id=board.board_id,
+                channel=Channel(kind, period, region or None),
+                version=int(version),
+                previous_version=int(previous) if previous else None,
+                total=int(total),
+                top=top_entries,
+                changed=changed,
+                changed_truncated=bool(int(truncated)),
+            )
+        )
+    return BoardChanges(board.board_id, tuple(updates), entries_read=read, skipped=skipped)

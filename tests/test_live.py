@@ -1,0 +1,401 @@
+"""Live updates: channel names, the changes read from Redis (against the reference model), the
+publisher over the real local event API to real WebSocket subscribers, coalescing, and the
+failures that must stay on the live path."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+import uuid
+from collections import defaultdict
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from devstack.live_client import LiveClient
+from devstack.servers import LocalEventApi
+from leaderboard.domain.boards import BoardConfig, parse_board_request
+from leaderboard.domain.live import board_channel, board_segment, channel_name
+from leaderboard.domain.periods import current_periods
+from leaderboard.domain.submissions import Submission
+from leaderboard.domain.validation import BOARD_ID_RE
+from leaderboard.services.live import LivePublisher, LiveReport, board_channels
+from leaderboard.stores.event_api import EventApiPublisher
+from leaderboard.stores.redis_index import BoardKeys, RedisIndex
+from leaderboard.stores.redis_live import LiveIndex
+from tests.reference_model import ModelBoard
+
+SEGMENT = re.compile(r"[A-Za-z0-9-]{1,50}")
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+
+
+# --- channel names ----------------------------------------------------------------------------
+@given(st.lists(st.from_regex(BOARD_ID_RE, fullmatch=True), min_size=2, max_size=30, unique=True))
+def test_board_segments_are_valid_channel_segments_and_one_to_one(ids: list[str]) -> None:
+    segments = [board_segment(b) for b in ids]
+    for segment in segments:
+        assert SEGMENT.fullmatch(segment), segment
+    assert len(set(segments)) == len(ids)
+
+
+def test_channel_names_follow_the_documented_form() -> None:
+    assert board_channel("arena_2") == "/leaderboards/arenaU2"
+    assert channel_name("arena", "weekly", None) == "/leaderboards/arena/weekly"
+    assert channel_name("arena", "all-time", "EU") == "/leaderboards/arena/all-time/EU"
+    long_id = "a" * 64
+    segment = board_segment(long_id)
+    assert len(segment) == 50 and segment.startswith("a" * 36 + "-H")
+    assert board_segment("a" * 50) == "a" * 50
+
+
+# --- the changes read from Redis, against the model -----------------------------------------
+def _board(index: RedisIndex, board_id: str, **rules: Any) -> BoardConfig:
+    board = parse_board_request(board_id, rules, None, has_entries=False, now_iso="2026-11-23")
+    index.publish_board(board)
+    return board
+
+
+def _submit(
+    index: RedisIndex,
+    model: ModelBoard,
+    board_id: str,
+    player: str,
+    score: float,
+    region: str | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> int:
+    periods = {k: p for k, p in current_periods(NOW).items() if k in model.cfg.periods}
+    result = index.submit(
+        board_id,
+        Submission(player_id=player, score=score, region=region, metadata=metadata),
+        event_id=str(uuid.uuid4()),
+        now_ms=int(NOW.timestamp() * 1000),
+        periods=periods,
+        idempotency=None,
+    )
+    model.submit(player, float(score), region, metadata, NOW)
+    return result.version
+
+
+def _changes(live: LiveIndex, index: RedisIndex, board_id: str) -> Any:
+    (public,) = [b for b in live.catalog() if b["board_id"] == board_id]
+    (result,) = live.changes([board_channels(public, NOW)])
+    assert not isinstance(result, Exception), result
+    return result
+
+
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["p1", "p2", "p3", "p4", "p5", "p6"]),
+        st.integers(-5, 20),
+        st.sampled_from([None, "EU"]),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    rules=st.fixed_dictionaries(
+        {
+            "mode": st.sampled_from(["best", "increment", "set"]),
+            "ties": st.sampled_from(["shared", "first"]),
+            "sort": st.sampled_from(["desc", "asc"]),
+            "max_entries": st.sampled_from([None, 4]),
+            "live_top": st.integers(1, 5),
+        }
+    ),
+    batches=st.lists(OPS, min_size=1, max_size=4),
+)
+def test_each_batch_of_writes_becomes_one_update_per_channel_matching_the_model(
+    session_index: RedisIndex, rules: dict[str, Any], batches: list[list[tuple]]
+) -> None:
+    board_id = f"live-{uuid.uuid4().hex[:12]}"
+    board = _board(session_index, board_id, regions=["EU"], periods=["all-time", "weekly"], **rules)
+    model = ModelBoard(board)
+    live = LiveIndex(session_index.client)
+    last_version: dict[tuple[str, str | None], int] = {}
+    for batch in batches:
+        touched: dict[tuple[str, str | None], set[str]] = defaultdict(set)
+        before = {k: dict(v) for k, v in model.keys.items()}
+        for player, score, region in batch:
+            _submit(session_index, model, board_id, player, score, region, {"n": player})
+        for key, rows in model.keys.items():
+            old = before.get(key, {})
+            for player in set(rows) | set(old):
+                if (
+                    player not in rows
+                    or player not in old
+                    or rows[player].score != old[player].score
+                ):
+                    touched[key].add(player)
+        changes = _changes(live, session_index, board_id)
+        by_scope = {(u.channel.period_id, u.channel.region): u for u in changes.updates}
+        assert set(by_scope) >= {k for k, players in touched.items() if players}
+        written = {player for player, _, _ in batch}
+        for (period, region), update in by_scope.items():
+            total, top = model.page(period, region, 0, board.live_top)
+            assert update.total == total
+            assert [e.to_json() for e in update.top] == [
+                dict(e, score=_num(e["score"])) for e in top
+            ]
+            # Every player whose standing changed is reported, with its current rank and score
+            # (or as removed); a player who entered and was trimmed out in the same tick is
+            # reported removed, which a client applies as a no-op.
+            reported = {e.player_id: (e.rank, e.score) for e in update.changed}
+            assert set(reported) >= touched[(period, region)]
+            assert set(reported) <= written | {p for rows in before.values() for p in rows}
+            ordered = model.ordered(period, region)
+            for player, state in reported.items():
+                index = next((i for i, r in enumerate(ordered) if r.player == player), None)
+                assert state == (
+                    (None, None)
+                    if index is None
+                    else (model.rank_of(ordered, index), _num(ordered[index].score))
+                )
+            key = (update.channel.period_kind, region)
+            assert update.previous_version == last_version.get(key)
+            assert update.version > (last_version.get(key) or 0)  # versions only grow
+            last_version[key] = update.version
+    assert _changes(live, session_index, board_id).updates == ()  # nothing new: no message
+
+
+def _num(value: float) -> int | float:
+    return int(value) if float(value).is_integer() else value
+
+
+def test_a_malformed_outbox_entry_is_skipped_and_counted(index: RedisIndex, board_id: str) -> None:
+    board = _board(index, board_id)
+    model = ModelBoard(board)
+    live = LiveIndex(index.client)
+    index.client.xadd(BoardKeys(board_id).outbox, {"junk": "not an event"})
+    _submit(index, model, board_id, "p1", 5)
+    changes = _changes(live, index, board_id)
+    assert changes.skipped == 1 and changes.entries_read == 2
+    assert [e.player_id for u in changes.updates for e in u.changed] == ["p1", "p1"]
+
+
+def test_changed_entries_are_capped_and_flagged(index: RedisIndex, board_id: str) -> None:
+    board = _board(index, board_id, periods=["all-time"])
+    model = ModelBoard(board)
+    live = LiveIndex(index.client, max_changed=3)
+    for i in range(5):
+        _submit(index, model, board_id, f"p{i}", i)
+    (update,) = _changes(live, index, board_id).updates
+    assert update.changed_truncated
+    assert [e.player_id for e in update.changed] == ["p4", "p3", "p2"]  # the latest first
+
+
+# --- the publisher, end to end over the local event API ---------------------------------------
+@pytest.fixture(autouse=True)
+def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Publishes are SigV4-signed as on AWS; the local event API checks their form only."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+
+
+@pytest.fixture
+def publisher(index: RedisIndex, event_api: LocalEventApi) -> LivePublisher:
+    return LivePublisher(
+        LiveIndex(index.client),
+        EventApiPublisher(event_api.publish_url),
+        rate=4,
+        namespace="leaderboards",
+        clock=lambda: NOW,
+    )
+
+
+def _client(event_api: LocalEventApi) -> LiveClient:
+    host = event_api.publish_url.split("/")[2]
+    return LiveClient(event_api.realtime_url, host, event_api.api_key)
+
+
+def test_a_subscriber_receives_each_change_with_ranks_scores_and_chained_versions(
+    index: RedisIndex, event_api: LocalEventApi, publisher: LivePublisher, board_id: str
+) -> None:
+    board = _board(index, board_id, regions=["EU"], periods=["all-time", "weekly"], live_top=3)
+    model = ModelBoard(board)
+    with _client(event_api) as weekly, _client(event_api) as everything:
+        weekly.subscribe(channel_name(board_id, "weekly", None))
+        everything.subscribe(board_channel(board_id) + "/*")
+        report = LiveReport()
+        seen: list[int] = []
+        for player, score, region in [("ann", 5, None), ("bob", 9, "EU"), ("cy", 7, None)]:
+            version = _submit(index, model, board_id, player, score, region, {"name": player})
+            publisher.tick(report)
+            assert report.failed == 0, report.errors
+            message = weekly.next_event(5)
+            period = current_periods(NOW)["weekly"].id
+            assert message["board_id"] == board_id and message["period"] == period
+            assert message["period_kind"] == "weekly" and message["region"] is None
+            assert message["version"] == version
+            assert message["previous_version"] == (seen[-1] if seen else None)
+            total, top = model.page(period, None, 0, 3)
+            assert message["total"] == total
+            assert message["top"] == [dict(e, score=_num(e["score"])) for e in top]
+            (changed,) = message["changed"]
+            assert changed["player_id"] == player and changed["metadata"] == {"name": player}
+            seen.append(message["version"])
+        assert seen == sorted(set(seen))
+        # the wildcard subscriber gets every channel: 2 kinds global, plus EU for bob's write
+        channels = {(m["period_kind"], m["region"]) for m in _drain(everything, 8)}
+        assert channels == {
+            ("all-time", None),
+            ("weekly", None),
+            ("all-time", "EU"),
+            ("weekly", "EU"),
+        }
+        assert report.failed == 0
+
+
+def _drain(client: LiveClient, count: int) -> list[dict[str, Any]]:
+    return [client.next_event(5) for _ in range(count)]
+
+
+def test_a_client_that_missed_messages_sees_the_gap_and_converges_by_one_read(
+    api: Any,
+    index: RedisIndex,
+    event_api: LocalEventApi,
+    publisher: LivePublisher,
+    admin_token: str,
+    server_token: str,
+    board_id: str,
+) -> None:
+    api.call("PUT", f"/boards/{board_id}", {"periods": ["all-time"]}, token=admin_token)
+    channel = channel_name(board_id, "all-time", None)
+    report = LiveReport()
+    with _client(event_api) as client:
+        client.subscribe(channel)
+        api.call(
+            "POST", f"/boards/{board_id}/scores", {"player_id": "a", "score": 1}, token=server_token
+        )
+        publisher.tick(report)
+        last = client.next_event(5)["version"]
+    # Disconnected: these messages are lost to the client.
+    for player, score in [("b", 5), ("c", 3), ("a", 7)]:
+        api.call(
+            "POST",
+            f"/boards/{board_id}/scores",
+            {"player_id": player, "score": score},
+            token=server_token,
+        )
+        publisher.tick(report)
+    with _client(event_api) as client:
+        client.subscribe(channel)
+        entries = api.call("GET", f"/boards/{board_id}/entries?period=all-time")
+        view = entries.json()["entries"]
+        api.call(
+            "POST", f"/boards/{board_id}/scores", {"player_id": "d", "score": 4}, token=server_token
+        )
+        publisher.tick(report)
+        message = client.next_event(5)
+    assert message["previous_version"] != last  # the gap is visible
+    assert [(e["player_id"], e["score"]) for e in view] == [("a", 8), ("b", 5), ("c", 3)]
+    # after the one read, the next message's top is the board's state
+    assert [(e["player_id"], e["score"], e["rank"]) for e in message["top"]] == [
+        ("a", 8, 1),
+        ("b", 5, 2),
+        ("d", 4, 3),
+        ("c", 3, 4),
+    ]
+
+
+# --- coalescing -------------------------------------------------------------------------------
+def test_a_thousand_writes_a_second_make_at_most_rate_messages_per_channel_per_second(
+    index: RedisIndex, event_api: LocalEventApi, board_id: str
+) -> None:
+    board = _board(index, board_id, periods=["all-time"])
+    model = ModelBoard(board)
+    rate = 4
+    publisher = LivePublisher(
+        LiveIndex(index.client),
+        EventApiPublisher(event_api.publish_url),
+        rate=rate,
+        namespace="leaderboards",
+    )
+    received: list[tuple[float, dict[str, Any]]] = []
+    with _client(event_api) as client:
+        client.subscribe(channel_name(board_id, "all-time", None))
+        reports: list[LiveReport] = []
+        runner = threading.Thread(
+            target=lambda: reports.append(publisher.run(f"test-{board_id}", 4.0))
+        )
+        runner.start()
+        time.sleep(0.3)
+        started, writes = time.monotonic(), 0
+        while time.monotonic() - started < 3.0:  # paced at 1,000 submissions a second
+            due = int((time.monotonic() - started) * 1000)
+            while writes < due:
+                _submit(index, model, board_id, f"p{writes % 500}", writes)
+                writes += 1
+            time.sleep(0.001)
+        elapsed = time.monotonic() - started
+        runner.join(10)
+        while True:
+            try:
+                received.append((time.monotonic(), client.next_event(1.0)))
+            except TimeoutError:
+                break
+    rate_achieved = writes / elapsed
+    assert rate_achieved > 500, f"only {rate_achieved:.0f} writes/s: the test proves nothing"
+    assert reports and reports[0].failed == 0
+    # Counted by when they were published: no one-second window holds more than `rate`.
+    stamps = [datetime.fromisoformat(m["published_at"]).timestamp() for _, m in received]
+    for i, t in enumerate(stamps):
+        window = [s for s in stamps[i:] if s - t < 1.0 - 0.05]  # 50 ms for timer jitter
+        assert len(window) <= rate, f"{len(window)} messages within 1 s"
+    assert len(received) <= rate * 4 + 1
+    assert len(received) >= 3 * rate - 2  # it did publish all along
+    versions = [m["version"] for _, m in received]
+    assert versions == sorted(set(versions))
+    last = received[-1][1]
+    total, top = model.page("all-time", None, 0, board.live_top)
+    assert last["total"] == total and last["top"] == [dict(e, score=_num(e["score"])) for e in top]
+
+
+# --- failures stay on the live path -----------------------------------------------------------
+def test_a_publisher_that_cannot_publish_counts_failures_and_keeps_going(
+    index: RedisIndex, board_id: str
+) -> None:
+    board = _board(index, board_id, periods=["all-time"])
+    model = ModelBoard(board)
+    publisher = LivePublisher(
+        LiveIndex(index.client),
+        EventApiPublisher("http://127.0.0.1:9/event", timeout=0.5),
+        rate=10,
+        namespace="leaderboards",
+    )
+    report = LiveReport()
+    for i in range(3):
+        _submit(index, model, board_id, f"p{i}", i)
+        publisher.tick(report)
+    assert report.failed == 3 and report.published == 0
+    assert "PublishError" in report.errors[0]
+
+
+def test_one_board_too_big_to_publish_fails_alone(
+    index: RedisIndex, event_api: LocalEventApi, publisher: LivePublisher
+) -> None:
+    big, small = f"big-{uuid.uuid4().hex[:8]}", f"small-{uuid.uuid4().hex[:8]}"
+    big_board = _board(index, big, periods=["all-time"], live_top=100)
+    small_board = _board(index, small, periods=["all-time"])
+    big_model, small_model = ModelBoard(big_board), ModelBoard(small_board)
+    fat = {f"k{i}": "x" * 200 for i in range(12)}  # ~2.5 KB of metadata per player
+    for i in range(100):
+        _submit(index, big_model, big, f"p{i}", i, metadata=fat)
+    _submit(index, small_model, small, "solo", 1)
+    with _client(event_api) as client:
+        client.subscribe(channel_name(small, "all-time", None))
+        report = LiveReport()
+        publisher.tick(report)
+        message = client.next_event(5)
+    assert message["board_id"] == small
+    assert report.dropped_too_big == 1 and report.published >= 1
