@@ -9,6 +9,7 @@ write. A request costs the gateway no thread and no lock: it awaits the function
 from __future__ import annotations
 
 import base64
+import html
 import json
 import logging
 import time
@@ -122,11 +123,22 @@ class LocalApi:
         invoke: Invoke,
         jwt_secret: str,
         ainvoke: AsyncInvoke | None = None,
+        live: dict[str, str] | None = None,
     ) -> None:
         self.template = template
         self.invoke = invoke
         self.ainvoke = ainvoke
         self.jwt_secret = jwt_secret
+        self.live = live
+
+    def demo_page(self) -> bytes:
+        """The demo page, told where the live updates are (it polls when it is told nothing)."""
+        page = DEMO_PAGE.read_bytes()
+        if not self.live:
+            return page
+        config = html.escape(json.dumps(self.live, separators=(",", ":")), quote=True)
+        meta = f'<meta name="leaderboard-live" content="{config}">\n</head>'.encode()
+        return page.replace(b"</head>", meta, 1)
 
     def authorize(self, route: Route, headers: dict[str, str]) -> tuple[Reply | None, Any]:
         """(refusal, claims): 401 without a valid token, 403 without a required scope."""
@@ -159,7 +171,7 @@ class LocalApi:
         parts = urlsplit(target)
         headers = {k.lower(): v for k, v in headers.items()}
         if method == "GET" and parts.path in ("/", "/index.html") and DEMO_PAGE.exists():
-            return Reply(200, {"content-type": "text/html; charset=utf-8"}, DEMO_PAGE.read_bytes())
+            return Reply(200, {"content-type": "text/html; charset=utf-8"}, self.demo_page())
         found = self.template.find_route(method, parts.path)
         if found is None:
             return _message(404, "Not Found")

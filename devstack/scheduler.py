@@ -81,24 +81,42 @@ class Scheduler:
         invoke: Callable[[dict[str, Any]], Any],
         *,
         scale: float = 1.0,
+        detach: bool = False,
+        immediately: bool = False,
     ) -> bool:
+        """Run `invoke` on the schedule. `detach`: each run in a thread of its own, so a run
+        that outlasts the interval (the live publisher's minute-long loop) does not delay the
+        next, as EventBridge's asynchronous invocations would not. `immediately`: one run at
+        start too, for a function the local stack needs from the first second."""
         interval = interval_seconds(expression)
         if interval is None and next_cron(expression, self._clock()) is None:
             log.warning("%s: schedule %r is not run locally", name, expression)
             return False
 
         def run() -> None:
+            if detach:
+                threading.Thread(target=run_now, name=f"run-{name}", daemon=True).start()
+            else:
+                run_now()
+
+        def run_now() -> None:
             try:
                 result = invoke(payload)
                 log.info("%s ran on schedule %s: %s", name, expression, json.dumps(result)[:200])
             except Exception as exc:  # a failed run is retried on the next tick
+                if self._stop.is_set():
+                    return  # cut short by the stack stopping: not a failure
                 log.warning("%s failed on schedule %s: %s", name, expression, exc)
 
         def every_interval() -> None:
+            if immediately:
+                run()
             while not self._stop.wait((interval or 0) * scale):
                 run()
 
         def on_cron() -> None:
+            if immediately:
+                run()
             after = self._clock() + timedelta(minutes=1)  # from the next minute on
             while (at := next_cron(expression, after)) is not None:
                 if self._stop.wait(max(0.0, (at - self._clock()).total_seconds())):

@@ -24,13 +24,22 @@ from devstack.gateway import HttpGateway, LocalApi
 from devstack.queue_consumer import QueueConsumer
 from devstack.runtime import EventLoopThread, FunctionPool, Invocation
 from devstack.scheduler import Scheduler
-from devstack.servers import EmbeddedPostgres, EmbeddedValkey, LocalSQS, postgres_data_dir
+from devstack.servers import (
+    EmbeddedPostgres,
+    EmbeddedValkey,
+    LocalEventApi,
+    LocalSQS,
+    postgres_data_dir,
+)
 from devstack.template import ROOT, Template, load
 
 log = logging.getLogger("devstack")
 QUEUE_NAME = "leaderboard-scores"
 DLQ_NAME = "leaderboard-scores-dlq"
 STATE_FILE = "stack.json"
+# Functions whose scheduled run is a long loop (about a minute) that hands over to the next run:
+# started at once (clients expect live updates from the first second) and never waited for.
+LOOPING_SCHEDULES = {"LivePublisherFunction"}
 
 
 def default_data_dir() -> Path:
@@ -43,6 +52,23 @@ class StackConfig:
     host: str = "127.0.0.1"
     port: int = field(default_factory=lambda: int(os.environ.get("PORT", "3000")))
     concurrency: int = field(default_factory=lambda: local_concurrency())
+    # The live updates' WebSocket and publish ports: 3001 and 3002 next to the API's default
+    # 3000, free ones otherwise (tests), unless LIVE_WS_PORT / LIVE_HTTP_PORT say.
+    live_ws_port: int | None = None
+    live_http_port: int | None = None
+
+    def live_ports(self) -> tuple[int | None, int | None]:
+        def pick(given: int | None, name: str, beside_default: int) -> int | None:
+            if given is not None:
+                return given or None
+            if os.environ.get(name):
+                return int(os.environ[name])
+            return beside_default if self.port == 3000 else None
+
+        return (
+            pick(self.live_ws_port, "LIVE_WS_PORT", 3001),
+            pick(self.live_http_port, "LIVE_HTTP_PORT", 3002),
+        )
 
 
 def local_concurrency() -> int:
@@ -81,6 +107,7 @@ class LocalStack:
         self._resources = ExitStack()
         self.consumers: list[QueueConsumer] = []
         self.scheduler = Scheduler()
+        self.events: LocalEventApi | None = None
 
     @property
     def url(self) -> str:
@@ -101,12 +128,20 @@ class LocalStack:
             self._start_functions()
             self._start_consumers()
             self._start_schedules()
-            api = LocalApi(self.template, self.invoke, tokens.local_secret(data), self.ainvoke)
+            api = LocalApi(
+                self.template,
+                self.invoke,
+                tokens.local_secret(data),
+                self.ainvoke,
+                live=self.live_config(),
+            )
             self.gateway = HttpGateway(api)
             self._address = asyncio.run_coroutine_threadsafe(
                 self.gateway.start(self.config.host, self.config.port), self._loop.loop
             ).result()
-            self.state_path.write_text(json.dumps({"url": self.url, "env": self.env}, indent=2))
+            self.state_path.write_text(
+                json.dumps({"url": self.url, "live": self.live_config(), "env": self.env}, indent=2)
+            )
         except BaseException:
             self.stop()
             raise
@@ -144,6 +179,14 @@ class LocalStack:
             )
         else:
             queue_url = _ensure_queue(endpoint, aws, visibility, max_receive)
+        ws_port, http_port = self.config.live_ports()
+        self.events = LocalEventApi(http_port, ws_port)
+        self._resources.enter_context(self.events)
+        log.info(
+            "live updates: subscribe at %s, published to %s",
+            self.events.realtime_url,
+            self.events.publish_url,
+        )
         from leaderboard.stores.postgres import apply_migrations
 
         apply_migrations(database_url)
@@ -153,10 +196,22 @@ class LocalStack:
             "DATABASE_URL": database_url,
             "SCORE_QUEUE_URL": queue_url,
             "SQS_ENDPOINT_URL": endpoint,
+            "LIVE_EVENTS_URL": self.events.publish_url,
             "POWERTOOLS_TRACE_DISABLED": "true",
             **aws,
         }
         self._publish_boards()
+
+    def live_config(self) -> dict[str, str] | None:
+        """What a WebSocket client needs (the demo page gets it in a meta tag)."""
+        if self.events is None:
+            return None
+        return {
+            "realtime_url": self.events.realtime_url,
+            "http_host": self.events.publish_url.split("/")[2],
+            "api_key": self.events.api_key,
+            "namespace": "leaderboards",
+        }
 
     def _publish_boards(self) -> None:
         """The index may have restarted empty: rebuild what it lost from PostgreSQL."""
@@ -233,6 +288,8 @@ class LocalStack:
                     payload,
                     functools.partial(self.invoke, name),
                     scale=scale,
+                    detach=name in LOOPING_SCHEDULES,
+                    immediately=name in LOOPING_SCHEDULES,
                 ):
                     log.info("%s scheduled: %s", name, props["ScheduleExpression"])
 
