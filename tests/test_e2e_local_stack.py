@@ -186,6 +186,8 @@ SAMPLE_EVENTS = [
     ("api_admin", "api_admin_health", lambda r: r["statusCode"] == 200),
     ("rollover", "rollover_weekly", lambda r: r["complete"] is True and r["boards"] >= 1),
     ("outbox_relay", "outbox_relay_scheduled", lambda r: r["boards"] >= 1),
+    # a short run: it takes over from the stack's own publisher, ticks and hands back nothing
+    ("live_publisher", "live_publisher_scheduled", lambda r: r["ticks"] >= 1 and r["failed"] == 0),
     ("persister", "persister_sqs_batch", lambda r: r == {"batchItemFailures": []}),
     # Without a ResponseURL (CloudFormation's pre-signed URL) the result is only returned.
     ("migrations", "migrations_create", lambda r: r["Status"] == "SUCCESS"),

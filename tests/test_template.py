@@ -148,13 +148,15 @@ def test_every_route_has_an_authorizer_or_is_a_deliberate_public_read():
     assert not any("{proxy+}" in r.path for r in TEMPLATE.routes)
 
 
-def test_no_nat_gateway_needed_and_stores_are_private():
+def test_only_the_live_publisher_needs_a_nat_gateway_and_stores_are_private():
     endpoints = {
         r["Properties"]["ServiceName"]["Fn::Sub"].rsplit(".", 1)[1]
         for r in RESOURCES.values()
         if r["Type"] == "AWS::EC2::VPCEndpoint"
     }
-    assert endpoints == {"sqs", "secretsmanager", "s3"}  # s3: CloudFormation response URL
+    # s3: CloudFormation response URL. No appsync-api endpoint: it refuses public APIs, and with
+    # private DNS it would break every other call to a public AppSync API from the VPC.
+    assert endpoints == {"sqs", "secretsmanager", "s3"}
     assert not any(r["Type"] == "AWS::EC2::NatGateway" for r in RESOURCES.values())
     assert RESOURCES["DatabaseInstance"]["Properties"]["PubliclyAccessible"] is False
     assert RESOURCES["DatabaseProxy"]["Properties"]["RequireTLS"] is True
@@ -187,10 +189,155 @@ def test_schedules_and_migrations():
         assert FUNCTIONS[name]["Properties"]["ReservedConcurrentExecutions"] == 1
 
 
-def test_every_function_may_read_the_database_secret():
+def test_every_function_but_the_live_publisher_may_read_the_database_secret():
     for name, res in FUNCTIONS.items():
-        assert {"Ref": "DatabaseSecretRead"} in res["Properties"]["Policies"], name
+        reads = {"Ref": "DatabaseSecretRead"} in res["Properties"]["Policies"]
+        assert reads is (name != "LivePublisherFunction"), name  # it reads Redis only
     assert "DATABASE_SECRET_ID" in GLOBALS["Environment"]["Variables"]
+
+
+# --- live updates: the AppSync Events API and its publisher ---------------------------------
+PUBLISHER = FUNCTIONS["LivePublisherFunction"]["Properties"]
+
+
+def _auth_types(modes):
+    return [m["AuthType"] for m in modes]
+
+
+def _sub(value):
+    return value["Fn::Sub"] if isinstance(value, dict) else None
+
+
+def test_live_event_api_subscribes_with_the_api_key_and_publishes_with_iam_only():
+    api = RESOURCES["LiveEventApi"]
+    assert api["Type"] == "AWS::AppSync::Api"
+    config = api["Properties"]["EventConfig"]
+    assert sorted(_auth_types(config["AuthProviders"])) == ["API_KEY", "AWS_IAM"]
+    assert _auth_types(config["ConnectionAuthModes"]) == ["API_KEY"]
+    assert _auth_types(config["DefaultSubscribeAuthModes"]) == ["API_KEY"]
+    assert _auth_types(config["DefaultPublishAuthModes"]) == ["AWS_IAM"]
+    namespaces = [r for r in RESOURCES.values() if r["Type"] == "AWS::AppSync::ChannelNamespace"]
+    assert len(namespaces) == 1
+    namespace = namespaces[0]["Properties"]
+    assert namespace["Name"] == "leaderboards"
+    assert _getatt(namespace["ApiId"]) == ("LiveEventApi", "ApiId")
+    assert _auth_types(namespace["PublishAuthModes"]) == ["AWS_IAM"]  # never the API key
+    assert _auth_types(namespace["SubscribeAuthModes"]) == ["API_KEY"]
+    key = RESOURCES["LiveApiKey"]
+    assert key["Type"] == "AWS::AppSync::ApiKey"
+    assert _getatt(key["Properties"]["ApiId"]) == ("LiveEventApi", "ApiId")
+    # AppSync gives a key without Expires 7 days: the deploy must pass it, in Unix seconds.
+    assert _ref(key["Properties"]["Expires"]) == "LiveApiKeyExpires"
+    expires = TEMPLATE.raw["Parameters"]["LiveApiKeyExpires"]
+    assert expires["Type"] == "Number" and "Default" not in expires
+    assert 1_700_000_000 <= expires["MinValue"] < expires["MaxValue"] < 10**10  # not ms
+
+
+def test_live_publisher_may_only_publish_on_the_namespace():
+    statements = [s for p in PUBLISHER["Policies"] for s in p["Statement"]]
+    assert statements == [
+        {
+            "Effect": "Allow",
+            "Action": "appsync:EventPublish",
+            "Resource": {"Fn::GetAtt": "LiveChannelNamespace.ChannelNamespaceArn"},
+        }
+    ]
+    assert RESOURCES["LiveChannelNamespace"]["Type"] == "AWS::AppSync::ChannelNamespace"
+    assert "Role" not in PUBLISHER and "RolePath" not in PUBLISHER  # SAM's role, these policies
+    # Layers: botocore (SigV4) and urllib3 from DepsAws; no database driver.
+    assert [_ref(x) for x in PUBLISHER["Layers"]] == ["DepsAwsLayer"]
+
+
+def test_live_publisher_runs_every_minute_with_a_dlq_and_no_retries():
+    (event,) = PUBLISHER["Events"].values()
+    assert event["Type"] == "ScheduleV2"
+    props = event["Properties"]
+    assert props["ScheduleExpression"] == "rate(1 minute)"
+    assert props["RetryPolicy"] == {"MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 60}
+    dlq = _getatt(props["DeadLetterConfig"]["Arn"])
+    assert dlq == ("LivePublisherScheduleDLQ", "Arn")
+    queue = RESOURCES["LivePublisherScheduleDLQ"]
+    assert queue["Type"] == "AWS::SQS::Queue"
+    assert queue["Properties"]["SqsManagedSseEnabled"] is True
+    assert queue["Properties"]["MessageRetentionPeriod"] == 14 * 86400
+    # Invoked asynchronously: no Lambda retries and no stale runs queued behind a busy one.
+    assert PUBLISHER["EventInvokeConfig"] == {
+        "MaximumRetryAttempts": 0,
+        "MaximumEventAgeInSeconds": 60,
+    }
+    run = int(PUBLISHER["Environment"]["Variables"]["LIVE_RUN_SECONDS"])
+    assert run + 5 <= PUBLISHER["Timeout"] < 2 * 60  # ends before the run after next starts
+    assert PUBLISHER["ReservedConcurrentExecutions"] == 2  # one run hands over to the next
+    assert PUBLISHER["MemorySize"] == 256
+
+
+def test_live_publisher_environment():
+    env = TEMPLATE.functions["LivePublisherFunction"].environment
+    assert env["POWERTOOLS_SERVICE_NAME"] == "leaderboard-live-publisher"
+    assert _sub(env["LIVE_EVENTS_URL"]) == "https://${LiveEventApi.Dns.Http}/event"
+    assert env["LIVE_NAMESPACE"] == RESOURCES["LiveChannelNamespace"]["Properties"]["Name"]
+    assert _ref(env["LIVE_PUBLISH_RATE"]) == "LivePublishRate"
+    assert env["LIVE_RUN_SECONDS"] == "60"
+    rate = TEMPLATE.raw["Parameters"]["LivePublishRate"]
+    assert (rate["Default"], rate["MinValue"], rate["MaxValue"]) == (4, 1, 20)
+    assert "REDIS_URL" in env and "VpcConfig" in GLOBALS  # Redis, in the VPC like the others
+
+
+def _alarm(name):
+    alarm = RESOURCES[name]
+    assert alarm["Type"] == "AWS::CloudWatch::Alarm", name
+    props = alarm["Properties"]
+    assert props["AlarmActions"] == [{"Ref": "AlarmTopic"}], name
+    return props
+
+
+def test_live_publisher_alarms():
+    errors = _alarm("LivePublisherErrorsAlarm")
+    assert (errors["Namespace"], errors["MetricName"]) == ("AWS/Lambda", "Errors")
+    assert _ref(errors["Dimensions"][0]["Value"]) == "LivePublisherFunction"
+    # Powertools publishes custom metrics with one dimension, service, and an alarm must name
+    # exactly the dimensions a metric has.
+    service = [{"Name": "service", "Value": "leaderboard-live-publisher"}]
+    stopped = _alarm("LivePublisherStoppedAlarm")
+    assert (stopped["Namespace"], stopped["MetricName"]) == ("Leaderboard", "LiveTicks")
+    assert stopped["Dimensions"] == service
+    assert (stopped["Statistic"], stopped["Period"] * stopped["EvaluationPeriods"]) == ("Sum", 300)
+    assert (stopped["ComparisonOperator"], stopped["Threshold"]) == ("LessThanThreshold", 1)
+    assert stopped["TreatMissingData"] == "breaching"  # no ticks at all is the failure
+    failures = _alarm("LivePublishFailuresAlarm")
+    assert (failures["Namespace"], failures["MetricName"]) == ("Leaderboard", "LivePublishFailures")
+    assert failures["Dimensions"] == service
+    assert (failures["Statistic"], failures["Period"]) == ("Sum", 60)
+    assert (failures["DatapointsToAlarm"], failures["EvaluationPeriods"]) == (3, 5)
+    assert (failures["ComparisonOperator"], failures["Threshold"]) == ("GreaterThanThreshold", 0)
+    assert GLOBALS["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"] == "Leaderboard"
+    dlq = _alarm("LivePublisherScheduleDLQAlarm")
+    assert dlq["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    assert _getatt(dlq["Dimensions"][0]["Value"]) == ("LivePublisherScheduleDLQ", "QueueName")
+    assert (dlq["ComparisonOperator"], dlq["Threshold"]) == ("GreaterThanThreshold", 0)
+
+
+def test_the_live_publisher_runs_in_subnets_that_can_reach_the_event_api():
+    vpc = RESOURCES["LivePublisherFunction"]["Properties"]["VpcConfig"]
+    condition, given, default = vpc["SubnetIds"]["Fn::If"]
+    assert condition == "HasLivePublisherSubnets"
+    assert (_ref(given), _ref(default)) == ("LivePublisherSubnetIds", "SubnetIds")
+    assert vpc["SecurityGroupIds"] == [{"Ref": "FunctionSecurityGroup"}]
+    parameter = TEMPLATE.raw["Parameters"]["LivePublisherSubnetIds"]
+    assert parameter["Type"] == "CommaDelimitedList" and parameter["Default"] == ""
+    egress = RESOURCES["FunctionSecurityGroup"]["Properties"]["SecurityGroupEgress"]
+    assert any(rule["FromPort"] == 443 and rule["CidrIp"] == "0.0.0.0/0" for rule in egress)
+
+
+def test_live_outputs_give_a_client_what_it_needs():
+    outputs = TEMPLATE.raw["Outputs"]
+    assert _sub(outputs["LiveRealtimeUrl"]["Value"]) == (
+        "wss://${LiveEventApi.Dns.Realtime}/event/realtime"
+    )
+    assert _sub(outputs["LiveHttpUrl"]["Value"]) == "https://${LiveEventApi.Dns.Http}/event"
+    assert _getatt(outputs["LiveApiKey"]["Value"]) == ("LiveApiKey", "ApiKey")
+    assert "not a secret" in outputs["LiveApiKey"]["Description"].lower()
+    assert outputs["LiveNamespace"]["Value"] == "leaderboards"
 
 
 @pytest.fixture(scope="module")
@@ -249,6 +396,7 @@ def test_each_function_imports_with_only_its_layers(name, host_layers):
         "REDIS_URL": "redis://127.0.0.1:1/0",
         "DATABASE_URL": "postgresql://u@127.0.0.1:1/db",
         "SCORE_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/000000000000/scores",
+        "LIVE_EVENTS_URL": "https://example.appsync-api.us-east-1.amazonaws.com/event",
         "AWS_DEFAULT_REGION": "us-east-1",
         "POWERTOOLS_SERVICE_NAME": name,
     }
@@ -278,6 +426,8 @@ def test_each_function_imports_with_only_its_layers(name, host_layers):
         assert "boto3" in imported and "psycopg" not in imported
     if name == "PersisterFunction":
         assert "psycopg" in imported and "boto3" not in imported
+    if name == "LivePublisherFunction":
+        assert "psycopg" not in imported, "the publisher reads Redis only"
 
 
 def test_layers_are_fully_pinned():
