@@ -1252,7 +1252,7 @@ class LocalEventApi(_ServerProcess):
         """Start the server and wait until both ports accept connections."""
         if self.is_running():
             return
-        if self._log_dir is None:
+        if self._log_dir is None or not self._log_dir.exists():  # stop() removed the last one
             self._log_dir = Path(tempfile.mkdtemp(prefix="event-api-"))
             self._data_dir = self._log_dir  # removed on stop()
         _register(self, self.stop)

@@ -82,7 +82,7 @@ class LivePublisher:
         rate: float,
         namespace: str,
         workers: int = 8,
-        catalog_seconds: float = 5.0,
+        catalog_seconds: float = 1.0,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         monotonic: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
@@ -104,7 +104,7 @@ class LivePublisher:
         """Read every board's changes once and publish one message per changed channel."""
         now = self.clock()
         if self.monotonic() - self._catalog_at >= self.catalog_seconds:
-            self._catalog = self.index.catalog()  # new boards and rule changes, every few s
+            self._catalog = self.index.catalog()  # new boards and rule changes, each second
             self._catalog_at = self.monotonic()
         boards = [board_channels(b, now) for b in self._catalog]
         report.ticks += 1
