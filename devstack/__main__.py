@@ -40,6 +40,13 @@ def run(_: argparse.Namespace) -> int:
         f"Leaderboard API ready at {stack.url} (demo page: {stack.url}/). Ctrl-C stops it.",
         flush=True,
     )
+    live = stack.live_config()
+    if live:
+        print(
+            f"Live updates: {live['realtime_url']} (host {live['http_host']}, "
+            f"API key {live['api_key']}; docs/API.md#live-updates)",
+            flush=True,
+        )
     while not received:
         time.sleep(0.2)
     print("stopping...", flush=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -175,3 +176,53 @@ def test_writes_and_persistence_go_on_without_the_live_side(stack: LocalStack) -
         )
         message = subscriber.events_until(lambda m: m["version"] >= ack["version"], 5)[-1]
     assert message["top"][0]["player_id"] == "back"
+
+
+class _Seen(Exception):
+    """Raised from the example's print once it showed what the test waits for."""
+
+
+def test_the_python_client_example_in_the_api_docs_works(stack: LocalStack) -> None:
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "API.md").read_text()
+    section = doc.split("### Client example: Python", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    shown: list[Any] = []
+
+    def capture(*args: Any) -> None:
+        shown.append(args)
+        if args and isinstance(args[-1], list) and (1, "docs", 42) in args[-1]:
+            raise _Seen
+
+    namespace: dict[str, Any] = {"print": capture}
+    exec(compile(code, "docs/API.md", "exec"), namespace)  # our own docs, run as written
+    http = Http(stack)
+    status, _ = http("PUT", "/boards/docs-example", {}, http.admin)
+    assert status == 201
+    live = stack.live_config()
+    assert live is not None
+    errors: list[BaseException] = []
+
+    def follow() -> None:
+        try:
+            namespace["follow"](
+                stack.url,
+                live["realtime_url"],
+                live["http_host"],
+                live["api_key"],
+                "docs-example",
+            )
+        except BaseException as exc:  # _Seen ends it; anything else fails the test
+            errors.append(exc)
+
+    thread = threading.Thread(target=follow, daemon=True)
+    thread.start()
+    time.sleep(1.0)  # connected and subscribed
+    assert (
+        http(
+            "POST", "/boards/docs-example/scores", {"player_id": "docs", "score": 42}, http.server
+        )[0]
+        == 200
+    )
+    thread.join(5)
+    assert not thread.is_alive(), f"the example showed nothing: {shown}"
+    assert len(errors) == 1 and isinstance(errors[0], _Seen), errors

@@ -141,5 +141,5 @@ class LiveSettings:
             namespace=namespace,
             publish_rate=_int("LIVE_PUBLISH_RATE", 4, 1, 20),
             run_seconds=_int("LIVE_RUN_SECONDS", 60, 1, 840),
-            max_changed=_int("LIVE_MAX_CHANGED", 100, 0, 1000),
+            max_changed=_int("LIVE_MAX_CHANGED", 25, 0, 1000),
         )

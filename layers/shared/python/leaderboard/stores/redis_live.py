@@ -14,7 +14,7 @@ from typing import Any
 
 from redis.exceptions import NoScriptError
 
-from leaderboard.domain.live import Channel, ChannelUpdate, LiveEntry
+from leaderboard.domain.live import DEFAULT_MAX_CHANGED, Channel, ChannelUpdate, LiveEntry
 from leaderboard.domain.validation import format_score
 from leaderboard.stores.redis_client import RedisLike
 from leaderboard.stores.redis_index import CATALOG_KEY, BoardKeys, _script
@@ -45,7 +45,9 @@ class BoardChanges:
 
 
 class LiveIndex:
-    def __init__(self, client: RedisLike, *, scan_limit: int = 5000, max_changed: int = 100):
+    def __init__(
+        self, client: RedisLike, *, scan_limit: int = 5000, max_changed: int = DEFAULT_MAX_CHANGED
+    ) -> None:
         self.client = client
         self.scan_limit = scan_limit
         self.max_changed = max_changed
