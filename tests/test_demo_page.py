@@ -1,5 +1,8 @@
 """The demo page at `/`, driven in a real headless Chromium against the real local stack.
 
+The page takes its live updates over the event API's WebSocket (the gateway names it in a
+`<meta name="leaderboard-live">`) and polls every 2 s only while that socket is down.
+
 Needs `playwright` (the Python package, in requirements-dev) and a Chromium on PATH: run
 `make browser` (Debian: `apt-get install chromium`). Playwright's own browser download is not
 used, so `playwright install` is never needed. Without either, the test is skipped.
@@ -7,15 +10,21 @@ used, so `playwright install` is never needed. Without either, the test is skipp
 
 from __future__ import annotations
 
+import contextlib
+import html
 import json
 import re
 import shutil
+import socket
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -39,7 +48,17 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 BOARD = "demo-arena"
+DEMO_BOARD = {
+    "title": "Demo Arena",
+    "mode": "best",
+    "periods": ["all-time", "daily", "weekly", "monthly"],
+    "regions": ["EU", "NA"],
+}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+# The acceptance point: a score submitted through the API shows within 1 s, without reload.
+LIVE_WITHIN_S = 1.0
+# Polling: one 2 s period, plus the read and the render.
+POLLED_WITHIN_S = 3.0
 
 
 @pytest.fixture
@@ -122,6 +141,9 @@ def test_demo_page_drives_the_api_live(chromium: str, stack: LocalStack, tmp_pat
             expect(page.locator("#period option")).to_have_text(
                 ["all-time", "daily", "weekly", "monthly"]
             )
+            mode = page.locator("#live-mode")
+            expect(mode).to_have_attribute("data-mode", "websocket")
+            expect(mode).to_have_attribute("data-channel", f"/leaderboards/{BOARD}/all-time")
 
             # Three scores through the form, as a game server. Bob's name is markup: it must
             # come back as text.
@@ -171,10 +193,12 @@ def test_demo_page_drives_the_api_live(chromium: str, stack: LocalStack, tmp_pat
             expect(page.locator("#entries-total")).to_have_text("2")
             page.select_option("#region", "NA")
             expect(rows.locator("td.player")).to_have_text(["dee", "bob"])
+            expect(mode).to_have_attribute("data-channel", f"/leaderboards/{BOARD}/all-time/NA")
             expect(rows.locator("td.name")).to_have_text(["Dee", "<b>Bob</b>"])
             page.select_option("#period", "weekly")
             expect(page.locator("#entries-period")).to_have_text(_re(r"\d{4}-W\d{2}"))
             expect(rows.locator("td.player")).to_have_text(["dee", "bob"])
+            expect(mode).to_have_attribute("data-channel", f"/leaderboards/{BOARD}/weekly/NA")
             page.select_option("#region", "")
             page.select_option("#period", "daily")
             expect(page.locator("#entries-period")).to_have_text(_re(r"\d{4}-\d{2}-\d{2}"))
@@ -220,6 +244,14 @@ def test_demo_page_drives_the_api_live(chromium: str, stack: LocalStack, tmp_pat
             expect(card.locator("[data-field=top_percent]")).to_have_text("100%")
             page.select_option("#region", "")
 
+            # Live off: neither the socket nor polling; on again: the socket again.
+            page.uncheck("#live")
+            expect(mode).to_have_attribute("data-mode", "off")
+            expect(mode).to_have_text("Live: off")
+            page.check("#live")
+            expect(mode).to_have_attribute("data-mode", "websocket")
+            expect(mode).to_have_text("Live: WebSocket")
+
             # A bad token: the gateway's 401 with its message.
             page.fill("#token", "not-a-token")
             page.fill("#player", "eve")
@@ -241,6 +273,245 @@ def test_demo_page_drives_the_api_live(chromium: str, stack: LocalStack, tmp_pat
     data = shot.read_bytes()
     assert len(data) > 1000 and data.startswith(PNG_MAGIC)
     assert time.monotonic() - started < 40
+
+
+def test_demo_page_shows_a_submitted_score_over_the_websocket_within_a_second(
+    chromium: str, stack: LocalStack
+) -> None:
+    """The acceptance point: the page open in one browser context shows a score submitted
+    through the API within 1 s, without reload and without polling."""
+    from playwright.sync_api import expect, sync_playwright
+
+    server = _create_board(stack)
+    _submit(stack, server, "ada", 120)
+    realtime_url = _served_live_config(stack)["realtime_url"]
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            page = context.new_page()
+            page.set_default_timeout(6_000)
+            watch = _Watch(page)
+            page.goto(stack.url + "/")
+
+            mode = page.locator("#live-mode")
+            expect(mode).to_have_attribute("data-mode", "websocket")
+            expect(mode).to_have_attribute("data-channel", f"/leaderboards/{BOARD}/all-time")
+            expect(mode).to_have_text("Live: WebSocket")
+            players = page.locator("#entries tbody tr td.player")
+            expect(players).to_have_text(["ada"])
+            page.evaluate("window.__sameDocument = true")  # a reload would drop it
+
+            # Idle: more than one polling period without a single read of the entries.
+            page.wait_for_timeout(500)  # the one read made on subscribe_success settles
+            idle_from = time.monotonic()
+            page.wait_for_timeout(2_500)
+            assert watch.entries_since(idle_from) == [], "the page polled with the socket up"
+
+            status, body = _submit(stack, server, "zed", 500, name="Zed")
+            answered = time.monotonic()
+            assert status == 200, body
+            _wait_for_row(page, "zed", timeout_ms=5_000)
+            shown_after = time.monotonic() - answered
+            assert shown_after < LIVE_WITHIN_S, f"shown {shown_after:.3f} s after the API answered"
+
+            expect(players).to_have_text(["zed", "ada"])
+            expect(page.locator("#entries tbody tr td.score")).to_have_text(["500", "120"])
+            expect(page.locator("#entries tbody tr td.name")).to_have_text(["Zed", ""])
+            expect(page.locator("#entries-total")).to_have_text("2")
+            # Straight from the message's `top`: no read of the entries at all.
+            assert watch.entries_since(idle_from) == []
+            assert watch.loads == 1, "the page was reloaded"
+            assert page.evaluate("window.__sameDocument === true"), "the page was reloaded"
+            assert watch.sockets == [realtime_url]
+            assert watch.errors == [], watch.errors
+        finally:
+            browser.close()
+
+
+def test_demo_page_polls_while_the_websocket_is_unreachable_then_goes_live(
+    chromium: str, stack: LocalStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The meta names a port nobody listens on: the page says it polls, and does, every 2 s.
+    When that port starts answering (a forwarder to the real WebSocket), it reconnects on its
+    own and stops polling."""
+    from playwright.sync_api import expect, sync_playwright
+
+    server = _create_board(stack)
+    _submit(stack, server, "ada", 120)
+    real = _served_live_config(stack)
+    closed = free_port()
+    unreachable = dict(real, realtime_url=f"ws://127.0.0.1:{closed}/event/realtime")
+    # The gateway itself serves the page with that meta. (Rewriting the page with page.route
+    # would not do: a document fulfilled by the test is not loopback-served, and Chromium's
+    # Local Network Access checks then refuse its socket to 127.0.0.1 once the port answers.)
+    assert stack.gateway is not None
+    monkeypatch.setattr(stack.gateway.api, "live", unreachable)
+    assert _served_live_config(stack) == unreachable
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            page = context.new_page()
+            page.set_default_timeout(6_000)
+            watch = _Watch(page)
+            page.goto(stack.url + "/")
+
+            mode = page.locator("#live-mode")
+            expect(mode).to_have_attribute("data-mode", "polling")
+            expect(mode).to_have_text("Live: polling every 2 s (WebSocket unavailable)")
+            expect(page.locator("#entries tbody tr td.player")).to_have_text(["ada"])
+            page.evaluate("window.__sameDocument = true")
+
+            status, body = _submit(stack, server, "bob", 130)
+            answered = time.monotonic()
+            assert status == 200, body
+            _wait_for_row(page, "bob", timeout_ms=6_000)
+            shown_after = time.monotonic() - answered
+            assert shown_after < POLLED_WITHIN_S, f"polled in only after {shown_after:.3f} s"
+            assert watch.entries_since(answered), "shown without a read: not by polling"
+            expect(page.locator("#entries tbody tr td.player")).to_have_text(["bob", "ada"])
+            assert len(watch.sockets) >= 2, f"no reconnect attempts: {watch.sockets}"
+            assert set(watch.sockets) == {unreachable["realtime_url"]}
+
+            # The socket comes back: the page finds it (backoff of at most 15 s), stops polling.
+            with _Forwarder(closed, urlsplit(real["realtime_url"]).port or 0):
+                expect(mode).to_have_attribute("data-mode", "websocket", timeout=20_000)
+                expect(mode).to_have_attribute("data-channel", f"/leaderboards/{BOARD}/all-time")
+                page.wait_for_timeout(500)
+                idle_from = time.monotonic()
+                page.wait_for_timeout(2_500)
+                assert watch.entries_since(idle_from) == [], "still polling with the socket up"
+                status, body = _submit(stack, server, "cy", 140)
+                answered = time.monotonic()
+                assert status == 200, body
+                _wait_for_row(page, "cy", timeout_ms=5_000)
+                shown_after = time.monotonic() - answered
+                assert shown_after < LIVE_WITHIN_S, f"shown {shown_after:.3f} s after the answer"
+                assert watch.entries_since(idle_from) == []
+            expect(page.locator("#entries tbody tr td.player")).to_have_text(["cy", "bob", "ada"])
+            assert watch.loads == 1, "the page was reloaded"
+            assert page.evaluate("window.__sameDocument === true"), "the page was reloaded"
+            assert watch.errors == [], watch.errors
+        finally:
+            browser.close()
+
+
+# ---- helpers --------------------------------------------------------------------------------
+
+
+def _create_board(stack: LocalStack) -> str:
+    """Create the demo board through the API; returns a game server's token."""
+    secret = tokens.local_secret(stack.config.data_dir)
+    admin = tokens.mint(secret, "demo-admin", "leaderboard/admin")
+    status, body = _http(stack, "PUT", f"/boards/{BOARD}", DEMO_BOARD, admin)
+    assert status == 201, body
+    return tokens.mint(secret, "demo-server", "leaderboard/server")
+
+
+def _submit(
+    stack: LocalStack, token: str, player: str, score: int, name: str | None = None
+) -> tuple[int, dict]:
+    body: dict[str, Any] = {"player_id": player, "score": score}
+    if name is not None:
+        body["metadata"] = {"name": name}
+    return _http(stack, "POST", f"/boards/{BOARD}/scores", body, token)
+
+
+def _served_live_config(stack: LocalStack) -> dict[str, str]:
+    """The live-updates config the gateway puts in the page's `leaderboard-live` meta."""
+    with urllib.request.urlopen(stack.url + "/", timeout=10) as response:
+        page = response.read().decode()
+    found = re.search(r'<meta name="leaderboard-live" content="([^"]*)">', page)
+    assert found, "the gateway serves the demo page without its leaderboard-live meta"
+    config: dict[str, str] = json.loads(html.unescape(found.group(1)))
+    assert config["realtime_url"].startswith("ws://"), config
+    return config
+
+
+def _wait_for_row(page: Any, player: str, timeout_ms: int) -> None:
+    """Return as soon as the entries table has a row for `player` (checked every 20 ms)."""
+    page.wait_for_function(
+        "(player) => [...document.querySelectorAll('#entries tbody tr')]"
+        ".some((row) => row.dataset.player === player)",
+        arg=player,
+        polling=20,
+        timeout=timeout_ms,
+    )
+
+
+class _Watch:
+    """What a page does on the network and in its lifetime, as the assertions need it."""
+
+    def __init__(self, page: Any) -> None:
+        self.entries: list[tuple[float, str]] = []  # (monotonic time, url) of entries reads
+        self.sockets: list[str] = []
+        self.errors: list[str] = []
+        self.loads = 0
+        page.on("request", self._request)
+        page.on("websocket", lambda ws: self.sockets.append(ws.url))
+        page.on("pageerror", lambda error: self.errors.append(str(error)))
+        page.on("load", lambda _page: self._loaded())
+
+    def _request(self, request: Any) -> None:
+        if request.method == "GET" and "/entries?" in request.url:
+            self.entries.append((time.monotonic(), request.url))
+
+    def _loaded(self) -> None:
+        self.loads += 1
+
+    def entries_since(self, moment: float) -> list[str]:
+        return [url for at, url in self.entries if at >= moment]
+
+
+class _Forwarder:
+    """Listens on `port` and pipes every connection to `target`: a WebSocket endpoint that was
+    unreachable comes back, as after a restart."""
+
+    def __init__(self, port: int, target: int) -> None:
+        self._target = target
+        self._listener = socket.create_server(("127.0.0.1", port))
+        self._listener.settimeout(0.1)
+        self._open: list[socket.socket] = []
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._accept, name="forwarder", daemon=True)
+
+    def __enter__(self) -> _Forwarder:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stopping.set()
+        self._thread.join(5)
+        self._listener.close()
+        for sock in self._open:
+            with contextlib.suppress(OSError):
+                sock.close()
+
+    def _accept(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            client.settimeout(None)
+            upstream = socket.create_connection(("127.0.0.1", self._target), timeout=5)
+            upstream.settimeout(None)
+            self._open += [client, upstream]
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=_pipe, args=(source, sink), daemon=True).start()
+
+
+def _pipe(source: socket.socket, sink: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        while data := source.recv(65536):
+            sink.sendall(data)
+    with contextlib.suppress(OSError):
+        sink.shutdown(socket.SHUT_WR)
 
 
 def _re(pattern: str) -> re.Pattern[str]:
