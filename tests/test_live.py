@@ -345,6 +345,7 @@ def test_a_thousand_writes_a_second_make_at_most_rate_messages_per_channel_per_s
             except TimeoutError:
                 break
     rate_achieved = writes / elapsed
+    print(f"coalescing: {rate_achieved:.0f} writes/s, {len(received)} messages")
     assert rate_achieved > 500, f"only {rate_achieved:.0f} writes/s: the test proves nothing"
     assert reports and reports[0].failed == 0
     # Counted by when they were published: no one-second window holds more than `rate`.
