@@ -337,7 +337,8 @@ class _ServerProcess:
                 return
             log = self._log_tail()
             self._shutdown(timeout=1)
-            if _ADDRESS_IN_USE in log and not self._port_fixed and attempt + 1 < _START_ATTEMPTS:
+            in_use = _ADDRESS_IN_USE.lower() in log.lower()  # uvloop words it in lower case
+            if in_use and not self._port_fixed and attempt + 1 < _START_ATTEMPTS:
                 self._port = free_port()
                 continue
             raise ServerStartError(f"{self._kind} did not start on port {self._port}:\n{log}")
@@ -1067,7 +1068,68 @@ class EmbeddedPostgres(_ServerProcess):
 # --------------------------------------------------------------------------------------
 
 
-class LocalSQS(_ServerProcess):
+class _PythonServer(_ServerProcess):
+    """A server of ours (``python -m devstack.<module>``) in a child process: its log in a
+    temporary folder removed on stop, ready once it logs "listening on" and its ports accept
+    connections. Subclasses give the command line and the ports."""
+
+    _log_prefix = "server-"
+    _log_name = "server.log"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._log_dir: Path | None = None
+
+    def _argv(self, attempt: int) -> list[str]:
+        raise NotImplementedError
+
+    def _ports(self) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def start(self, timeout: float = 30) -> None:
+        """Start the server and wait until it accepts connections."""
+        if self.is_running():
+            return
+        if self._log_dir is None or not self._log_dir.exists():  # stop() removed the last one
+            self._log_dir = Path(tempfile.mkdtemp(prefix=self._log_prefix))
+            self._data_dir = self._log_dir  # removed on stop()
+        _register(self, self.stop)
+        try:
+            self._start(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, timeout: float) -> None:
+        assert self._log_dir is not None
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        log = self._log_dir / self._log_name
+
+        def launch(attempt: int) -> None:
+            argv = [sys.executable, "-m", *self._argv(attempt)]
+            self._launch(argv, cwd=Path.cwd(), log=log, deathsig=signal.SIGKILL, env=env)
+
+        self._launch_until_ready(launch, timeout)
+
+    def _wait_ready(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._startup_failed():
+                return False
+            if "listening on" in self._log_tail():
+                with contextlib.suppress(OSError):
+                    for port in self._ports():
+                        socket.create_connection((LOOPBACK, port), timeout=0.5).close()
+                    return True
+            time.sleep(0.02)
+        return False
+
+    def _shutdown(self, timeout: float) -> None:
+        if self._proc is not None:
+            _terminate(self._proc, signal.SIGTERM, timeout)
+
+
+class LocalSQS(_PythonServer):
     """moto's SQS in a child process of its own (``python -m devstack.sqs_server``).
 
     Its state lives in that process: queues vanish when it stops. It is a process, not a
@@ -1075,13 +1137,14 @@ class LocalSQS(_ServerProcess):
     """
 
     _kind = "sqs-server"
+    _log_prefix = "sqs-"
+    _log_name = "sqs.log"
     REGION = "us-east-1"
 
     def __init__(self, port: int | None = None) -> None:
         super().__init__()
         self._port_fixed = port is not None
         self._port = port if port is not None else free_port()
-        self._log_dir: Path | None = None
 
     @property
     def port(self) -> int:
@@ -1094,53 +1157,11 @@ class LocalSQS(_ServerProcess):
             raise RuntimeError("LocalSQS is not started")
         return f"http://{LOOPBACK}:{self._port}"
 
-    def start(self, timeout: float = 30) -> None:
-        """Start the server and wait until it accepts connections."""
-        if self.is_running():
-            return
-        if self._log_dir is None:
-            self._log_dir = Path(tempfile.mkdtemp(prefix="sqs-"))
-            self._data_dir = self._log_dir  # removed on stop()
-        _register(self, self.stop)
-        try:
-            self._start(timeout)
-        except BaseException:
-            self.stop()
-            raise
+    def _argv(self, attempt: int) -> list[str]:
+        return ["devstack.sqs_server", str(self._port)]
 
-    def _start(self, timeout: float) -> None:
-        assert self._log_dir is not None
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        log_dir = self._log_dir
-
-        def launch(attempt: int) -> None:
-            self._launch(
-                [sys.executable, "-m", "devstack.sqs_server", str(self._port)],
-                cwd=Path.cwd(),
-                log=log_dir / "sqs.log",
-                deathsig=signal.SIGKILL,
-                env=env,
-            )
-
-        self._launch_until_ready(launch, timeout)
-
-    def _wait_ready(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._startup_failed():
-                return False
-            if "listening on" in self._log_tail():
-                with (
-                    contextlib.suppress(OSError),
-                    socket.create_connection((LOOPBACK, self._port), timeout=0.5),
-                ):
-                    return True
-            time.sleep(0.02)
-        return False
-
-    def _shutdown(self, timeout: float) -> None:
-        if self._proc is not None:
-            _terminate(self._proc, signal.SIGTERM, timeout)
+    def _ports(self) -> tuple[int, ...]:
+        return (self._port,)
 
     def client(self) -> SQSClient:
         """A boto3 SQS client for this endpoint with dummy credentials."""
@@ -1189,7 +1210,7 @@ LOCAL_SIGV4 = (
 )
 
 
-class LocalEventApi(_ServerProcess):
+class LocalEventApi(_PythonServer):
     """The AppSync Events stand-in (``python -m devstack.live_server``) in a child process.
 
     Two ports, as AWS has two domains: HTTP for ``POST /event`` (and our ``/stats``), and
@@ -1197,6 +1218,8 @@ class LocalEventApi(_ServerProcess):
     """
 
     _kind = "event-api"
+    _log_prefix = "event-api-"
+    _log_name = "event-api.log"
 
     def __init__(
         self,
@@ -1214,7 +1237,6 @@ class LocalEventApi(_ServerProcess):
         self._ws_port = ws_port if ws_port is not None else free_port()
         self._api_key = api_key or f"da2-{secrets.token_hex(13)}"
         self.ka_interval = ka_interval
-        self._log_dir: Path | None = None
 
     @property
     def http_port(self) -> int:
@@ -1248,60 +1270,18 @@ class LocalEventApi(_ServerProcess):
             raise RuntimeError("LocalEventApi is not started")
         return f"ws://{LOOPBACK}:{self._ws_port}/event/realtime"
 
-    def start(self, timeout: float = 30) -> None:
-        """Start the server and wait until both ports accept connections."""
-        if self.is_running():
-            return
-        if self._log_dir is None or not self._log_dir.exists():  # stop() removed the last one
-            self._log_dir = Path(tempfile.mkdtemp(prefix="event-api-"))
-            self._data_dir = self._log_dir  # removed on stop()
-        _register(self, self.stop)
-        try:
-            self._start(timeout)
-        except BaseException:
-            self.stop()
-            raise
+    def _argv(self, attempt: int) -> list[str]:
+        if attempt and not self._port_fixed:  # a port was taken: pick the free ones anew
+            self._port = self._given_http if self._given_http is not None else free_port()
+            self._ws_port = self._given_ws if self._given_ws is not None else free_port()
+        argv = ["devstack.live_server", "--http-port", str(self._port)]
+        argv += ["--ws-port", str(self._ws_port), "--api-key", self._api_key, "--host", LOOPBACK]
+        if self.ka_interval is not None:
+            argv += ["--ka-interval", str(self.ka_interval)]
+        return argv
 
-    def _start(self, timeout: float) -> None:
-        assert self._log_dir is not None
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
-        log_dir = self._log_dir
-
-        def launch(attempt: int) -> None:
-            if attempt and not self._port_fixed:  # a port was taken: pick the free ones anew
-                self._port = self._given_http if self._given_http is not None else free_port()
-                self._ws_port = self._given_ws if self._given_ws is not None else free_port()
-            argv = [sys.executable, "-m", "devstack.live_server"]
-            argv += ["--http-port", str(self._port), "--ws-port", str(self._ws_port)]
-            argv += ["--api-key", self._api_key, "--host", LOOPBACK]
-            if self.ka_interval is not None:
-                argv += ["--ka-interval", str(self.ka_interval)]
-            self._launch(
-                argv,
-                cwd=Path.cwd(),
-                log=log_dir / "event-api.log",
-                deathsig=signal.SIGKILL,
-                env=env,
-            )
-
-        self._launch_until_ready(launch, timeout)
-
-    def _wait_ready(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self._startup_failed():
-                return False
-            if "listening on" in self._log_tail():
-                with contextlib.suppress(OSError):
-                    for port in (self._port, self._ws_port):
-                        socket.create_connection((LOOPBACK, port), timeout=0.5).close()
-                    return True
-            time.sleep(0.02)
-        return False
-
-    def _shutdown(self, timeout: float) -> None:
-        if self._proc is not None:
-            _terminate(self._proc, signal.SIGTERM, timeout)
+    def _ports(self) -> tuple[int, ...]:
+        return (self._port, self._ws_port)
 
     def stats(self) -> dict[str, Any]:
         """``GET /stats``: connections, subscriptions, events published per channel, frames
