@@ -22,6 +22,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -280,54 +281,44 @@ def test_demo_page_shows_a_submitted_score_over_the_websocket_within_a_second(
 ) -> None:
     """The acceptance point: the page open in one browser context shows a score submitted
     through the API within 1 s, without reload and without polling."""
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     server = _create_board(stack)
     _submit(stack, server, "ada", 120)
     realtime_url = _served_live_config(stack)["realtime_url"]
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            page = context.new_page()
-            page.set_default_timeout(6_000)
-            watch = _Watch(page)
-            page.goto(stack.url + "/")
+    with _open_page(chromium, stack.url + "/") as (page, watch):
+        mode = page.locator("#live-mode")
+        expect(mode).to_have_attribute("data-mode", "websocket")
+        expect(mode).to_have_attribute("data-channel", f"/leaderboards/{BOARD}/all-time")
+        expect(mode).to_have_text("Live: WebSocket")
+        players = page.locator("#entries tbody tr td.player")
+        expect(players).to_have_text(["ada"])
+        page.evaluate("window.__sameDocument = true")  # a reload would drop it
 
-            mode = page.locator("#live-mode")
-            expect(mode).to_have_attribute("data-mode", "websocket")
-            expect(mode).to_have_attribute("data-channel", f"/leaderboards/{BOARD}/all-time")
-            expect(mode).to_have_text("Live: WebSocket")
-            players = page.locator("#entries tbody tr td.player")
-            expect(players).to_have_text(["ada"])
-            page.evaluate("window.__sameDocument = true")  # a reload would drop it
+        # Idle: more than one polling period without a single read of the entries.
+        page.wait_for_timeout(500)  # the one read made on subscribe_success settles
+        idle_from = time.monotonic()
+        page.wait_for_timeout(2_500)
+        assert watch.entries_since(idle_from) == [], "the page polled with the socket up"
 
-            # Idle: more than one polling period without a single read of the entries.
-            page.wait_for_timeout(500)  # the one read made on subscribe_success settles
-            idle_from = time.monotonic()
-            page.wait_for_timeout(2_500)
-            assert watch.entries_since(idle_from) == [], "the page polled with the socket up"
+        status, body = _submit(stack, server, "zed", 500, name="Zed")
+        answered = time.monotonic()
+        assert status == 200, body
+        _wait_for_row(page, "zed", timeout_ms=5_000)
+        shown_after = time.monotonic() - answered
+        assert shown_after < LIVE_WITHIN_S, f"shown {shown_after:.3f} s after the API answered"
 
-            status, body = _submit(stack, server, "zed", 500, name="Zed")
-            answered = time.monotonic()
-            assert status == 200, body
-            _wait_for_row(page, "zed", timeout_ms=5_000)
-            shown_after = time.monotonic() - answered
-            assert shown_after < LIVE_WITHIN_S, f"shown {shown_after:.3f} s after the API answered"
-
-            expect(players).to_have_text(["zed", "ada"])
-            expect(page.locator("#entries tbody tr td.score")).to_have_text(["500", "120"])
-            expect(page.locator("#entries tbody tr td.name")).to_have_text(["Zed", ""])
-            expect(page.locator("#entries-total")).to_have_text("2")
-            # Straight from the message's `top`: no read of the entries at all.
-            assert watch.entries_since(idle_from) == []
-            assert watch.loads == 1, "the page was reloaded"
-            assert page.evaluate("window.__sameDocument === true"), "the page was reloaded"
-            assert watch.sockets == [realtime_url]
-            assert watch.errors == [], watch.errors
-        finally:
-            browser.close()
+        expect(players).to_have_text(["zed", "ada"])
+        expect(page.locator("#entries tbody tr td.score")).to_have_text(["500", "120"])
+        expect(page.locator("#entries tbody tr td.name")).to_have_text(["Zed", ""])
+        expect(page.locator("#entries-total")).to_have_text("2")
+        # Straight from the message's `top`: no read of the entries at all.
+        assert watch.entries_since(idle_from) == []
+        assert watch.loads == 1, "the page was reloaded"
+        assert page.evaluate("window.__sameDocument === true"), "the page was reloaded"
+        assert watch.sockets == [realtime_url]
+        assert watch.errors == [], watch.errors
 
 
 def test_demo_page_polls_while_the_websocket_is_unreachable_then_goes_live(
@@ -336,7 +327,7 @@ def test_demo_page_polls_while_the_websocket_is_unreachable_then_goes_live(
     """The meta names a port nobody listens on: the page says it polls, and does, every 2 s.
     When that port starts answering (a forwarder to the real WebSocket), it reconnects on its
     own and stops polling."""
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
     server = _create_board(stack)
     _submit(stack, server, "ada", 120)
@@ -350,53 +341,43 @@ def test_demo_page_polls_while_the_websocket_is_unreachable_then_goes_live(
     monkeypatch.setattr(stack.gateway.api, "live", unreachable)
     assert _served_live_config(stack) == unreachable
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            page = context.new_page()
-            page.set_default_timeout(6_000)
-            watch = _Watch(page)
-            page.goto(stack.url + "/")
+    with _open_page(chromium, stack.url + "/") as (page, watch):
+        mode = page.locator("#live-mode")
+        expect(mode).to_have_attribute("data-mode", "polling")
+        expect(mode).to_have_text("Live: polling every 2 s (WebSocket unavailable)")
+        expect(page.locator("#entries tbody tr td.player")).to_have_text(["ada"])
+        page.evaluate("window.__sameDocument = true")
 
-            mode = page.locator("#live-mode")
-            expect(mode).to_have_attribute("data-mode", "polling")
-            expect(mode).to_have_text("Live: polling every 2 s (WebSocket unavailable)")
-            expect(page.locator("#entries tbody tr td.player")).to_have_text(["ada"])
-            page.evaluate("window.__sameDocument = true")
+        status, body = _submit(stack, server, "bob", 130)
+        answered = time.monotonic()
+        assert status == 200, body
+        _wait_for_row(page, "bob", timeout_ms=6_000)
+        shown_after = time.monotonic() - answered
+        assert shown_after < POLLED_WITHIN_S, f"polled in only after {shown_after:.3f} s"
+        assert watch.entries_since(answered), "shown without a read: not by polling"
+        expect(page.locator("#entries tbody tr td.player")).to_have_text(["bob", "ada"])
+        assert len(watch.sockets) >= 2, f"no reconnect attempts: {watch.sockets}"
+        assert set(watch.sockets) == {unreachable["realtime_url"]}
 
-            status, body = _submit(stack, server, "bob", 130)
+        # The socket comes back: the page finds it (backoff of at most 15 s), stops polling.
+        with _Forwarder(closed, urlsplit(real["realtime_url"]).port or 0):
+            expect(mode).to_have_attribute("data-mode", "websocket", timeout=20_000)
+            expect(mode).to_have_attribute("data-channel", f"/leaderboards/{BOARD}/all-time")
+            page.wait_for_timeout(500)
+            idle_from = time.monotonic()
+            page.wait_for_timeout(2_500)
+            assert watch.entries_since(idle_from) == [], "still polling with the socket up"
+            status, body = _submit(stack, server, "cy", 140)
             answered = time.monotonic()
             assert status == 200, body
-            _wait_for_row(page, "bob", timeout_ms=6_000)
+            _wait_for_row(page, "cy", timeout_ms=5_000)
             shown_after = time.monotonic() - answered
-            assert shown_after < POLLED_WITHIN_S, f"polled in only after {shown_after:.3f} s"
-            assert watch.entries_since(answered), "shown without a read: not by polling"
-            expect(page.locator("#entries tbody tr td.player")).to_have_text(["bob", "ada"])
-            assert len(watch.sockets) >= 2, f"no reconnect attempts: {watch.sockets}"
-            assert set(watch.sockets) == {unreachable["realtime_url"]}
-
-            # The socket comes back: the page finds it (backoff of at most 15 s), stops polling.
-            with _Forwarder(closed, urlsplit(real["realtime_url"]).port or 0):
-                expect(mode).to_have_attribute("data-mode", "websocket", timeout=20_000)
-                expect(mode).to_have_attribute("data-channel", f"/leaderboards/{BOARD}/all-time")
-                page.wait_for_timeout(500)
-                idle_from = time.monotonic()
-                page.wait_for_timeout(2_500)
-                assert watch.entries_since(idle_from) == [], "still polling with the socket up"
-                status, body = _submit(stack, server, "cy", 140)
-                answered = time.monotonic()
-                assert status == 200, body
-                _wait_for_row(page, "cy", timeout_ms=5_000)
-                shown_after = time.monotonic() - answered
-                assert shown_after < LIVE_WITHIN_S, f"shown {shown_after:.3f} s after the answer"
-                assert watch.entries_since(idle_from) == []
-            expect(page.locator("#entries tbody tr td.player")).to_have_text(["cy", "bob", "ada"])
-            assert watch.loads == 1, "the page was reloaded"
-            assert page.evaluate("window.__sameDocument === true"), "the page was reloaded"
-            assert watch.errors == [], watch.errors
-        finally:
-            browser.close()
+            assert shown_after < LIVE_WITHIN_S, f"shown {shown_after:.3f} s after the answer"
+            assert watch.entries_since(idle_from) == []
+        expect(page.locator("#entries tbody tr td.player")).to_have_text(["cy", "bob", "ada"])
+        assert watch.loads == 1, "the page was reloaded"
+        assert page.evaluate("window.__sameDocument === true"), "the page was reloaded"
+        assert watch.errors == [], watch.errors
 
 
 # ---- helpers --------------------------------------------------------------------------------
@@ -516,3 +497,21 @@ def _pipe(source: socket.socket, sink: socket.socket) -> None:
 
 def _re(pattern: str) -> re.Pattern[str]:
     return re.compile(rf"^{pattern}$")
+
+
+@contextmanager
+def _open_page(chromium: str, url: str) -> Iterator[tuple[Any, _Watch]]:
+    """The page at `url` in a fresh browser context, watched from its first request."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            page = context.new_page()
+            page.set_default_timeout(6_000)
+            watch = _Watch(page)
+            page.goto(url)
+            yield page, watch
+        finally:
+            browser.close()
