@@ -5,12 +5,16 @@ bench-results/benchmarks.png, and prints a table per suite.
 BENCH_SIZES (default 10000,100000,1000000) sets the board sizes of the API suite,
 BENCH_ENTRIES the rollover/rebuild size, BENCH_EVENTS the persister workload, BENCH_HTTP_PLAYERS
 (default 100000) and BENCH_HTTP_SUSTAINED_SECONDS (default 60) the `make run` HTTP suite.
+BENCH_LIVE_RATES (writes/s, default 1,100,1000), BENCH_LIVE_SUBSCRIBERS (default 1,100,1000) and
+BENCH_LIVE_SECONDS (measured seconds per cell, default 5; at least 10 writes a cell) set the
+live updates suite.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import time
 from pathlib import Path
@@ -49,7 +53,14 @@ def main() -> int:
     RESULTS.mkdir(exist_ok=True)
     started = time.perf_counter()
     results: dict[str, Any] = {}
-    from benchmarks import api_latency, bulk, cold_start, http_stack, persister_throughput
+    from benchmarks import (
+        api_latency,
+        bulk,
+        cold_start,
+        http_stack,
+        live_latency,
+        persister_throughput,
+    )
 
     # `make run` under load first: it starts stores of its own, and the machine is quiet.
     results["http"] = http_stack.run(
@@ -59,6 +70,15 @@ def main() -> int:
         )
     )
     results["http_targets"] = http_stack.targets(results["http"])
+    # Live updates next, on a stack of their own, while the machine is still quiet.
+    results["live"] = live_latency.run(
+        live_latency.Settings(
+            rates=tuple(_ints("BENCH_LIVE_RATES", "1,100,1000")),
+            subscribers=tuple(_ints("BENCH_LIVE_SUBSCRIBERS", "1,100,1000")),
+            seconds=_ints("BENCH_LIVE_SECONDS", "5")[0],
+        )
+    )
+    results["live_targets"] = live_latency.targets(results["live"])
 
     with EmbeddedValkey() as valkey, EmbeddedPostgres() as postgres:
         database_url = postgres.create_database("bench")
@@ -82,6 +102,12 @@ def main() -> int:
     sustained = {k: v for k, v in results["http"]["sustained"].items() if k != "depth_samples"}
     _table("make run, sustained (open loop) and the persister keeping up", [sustained])
     _table("make run targets", results["http_targets"])
+    _table(
+        "Live updates: write acknowledged by the submit script (no HTTP) -> message at the"
+        f" WebSocket clients ({results['live']['publish_rate']} publisher ticks/s)",
+        results["live"]["rows"],
+    )
+    _table("Live updates targets", results["live_targets"])
     _table("API operations through the real handlers vs the bare redis-py floor", results["api"])
     print("summary:", json.dumps(results["api_summary"], default=str))
     _table("Persister vs a raw COPY of the same rows", results["persister"])
@@ -100,8 +126,9 @@ def _plot(results: dict[str, Any], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(3, 2, figsize=(14, 13))
+    figure, axes = plt.subplots(4, 2, figsize=(14, 17))
     _plot_http(results["http"], axes[2][0], axes[2][1])
+    _plot_live(results["live"], axes[3][0], axes[3][1])
     api = results["api"]
     sizes = sorted({r["size"] for r in api})
     ops = sorted({r["op"] for r in api})
@@ -199,6 +226,41 @@ def _plot_http(http: dict[str, Any], throughput: Any, depth: Any) -> None:
         f"Sustained {sustained['submit_rate']:g} submissions/s + {sustained['read_rate']:g}"
         f" reads/s: queue empty {sustained['drain_seconds']} s after"
     )
+
+
+def _plot_live(live: dict[str, Any], latency: Any, messages: Any) -> None:
+    rows = live["rows"]
+    lowest = min((r["writes_per_s"] for r in rows), default=1)
+    for count in sorted({r["subscribers"] for r in rows}):
+        cells = sorted(
+            (r for r in rows if r["subscribers"] == count), key=lambda r: r["writes_per_s"]
+        )
+        rates = [r["writes_per_s"] for r in cells]
+        latency.plot(rates, [r["p99_ms"] for r in cells], marker="o", label=f"{count} subscribers")
+        for r in cells:
+            if r.get("handovers"):  # a publisher run handed over to the next during the cell
+                latency.annotate("handover", (r["writes_per_s"], r["p99_ms"]), fontsize=7)
+        messages.plot(
+            rates, [r["msgs_per_sub_s"] for r in cells], marker="o", label=f"{count} subscribers"
+        )
+    latency.axhline(1000, color="black", linewidth=1, linestyle="--")
+    latency.text(lowest, 1020, "target p99 1 s", fontsize=8)
+    latency.set_xscale("log")
+    latency.set_xlabel("writes per second (submit script, no HTTP)")
+    latency.set_ylabel("ms")
+    measured = [r["p99_ms"] * 1.1 for r in rows if not math.isnan(r["p99_ms"])]
+    latency.set_ylim(0, max([1100.0, *measured]))
+    latency.set_title("Live updates: p99 acknowledged write -> message at the client")
+    latency.legend(fontsize=8)
+    ticks = live["publish_rate"]
+    messages.axhline(ticks, color="black", linewidth=1, linestyle="--")
+    messages.text(lowest, ticks * 1.02, f"publisher ticks {ticks}/s", fontsize=8)
+    messages.set_xscale("log")
+    messages.set_xlabel("writes per second")
+    messages.set_ylabel("messages per subscriber per second")
+    messages.set_ylim(0, max([ticks * 1.3, *(r["msgs_per_sub_s"] * 1.1 for r in rows)]))
+    messages.set_title("Live updates: writes coalesced into at most one message per tick")
+    messages.legend(fontsize=8)
 
 
 if __name__ == "__main__":

@@ -400,3 +400,32 @@ def test_one_board_too_big_to_publish_fails_alone(
         message = client.next_event(5)
     assert message["board_id"] == small
     assert report.dropped_too_big == 1 and report.published >= 1
+
+
+def test_a_run_keeps_ticking_past_its_time_until_the_next_run_takes_over(
+    index: RedisIndex, event_api: LocalEventApi
+) -> None:
+    def publisher() -> LivePublisher:
+        return LivePublisher(
+            LiveIndex(index.client),
+            EventApiPublisher(event_api.publish_url),
+            rate=10,
+            namespace="leaderboards",
+        )
+
+    reports: dict[str, LiveReport] = {}
+    first = threading.Thread(
+        target=lambda: reports.update(
+            first=publisher().run("first-run", 0.3, wait_for_successor=5.0)
+        )
+    )
+    started = time.monotonic()
+    first.start()
+    time.sleep(1.2)  # the next run is late, as after a cold start
+    second = publisher().run("second-run", 0.5)
+    first.join(5)
+    ended = time.monotonic() - started
+    assert reports["first"].handed_over  # it waited for the successor instead of stopping
+    assert reports["first"].ticks >= 10  # ~1.2 s at 10 ticks/s, not 0.3 s
+    assert second.waited_for_lease_ms < 500  # taken over within a tick or so
+    assert second.ticks >= 3 and ended < 5

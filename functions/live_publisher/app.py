@@ -41,11 +41,14 @@ publisher = LivePublisher(
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics(raise_on_empty_metrics=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    seconds = float(settings.run_seconds)
+    available = max(0.0, (context.get_remaining_time_in_millis() - _MARGIN_MS) / 1000)
+    seconds = min(float(settings.run_seconds), available)
+    # A scheduled run goes on past LIVE_RUN_SECONDS until the next minute's run is there to
+    # take over (or its time is up); a short run by hand just stops.
+    wait = available - seconds
     if isinstance(event, dict) and isinstance(event.get("run_seconds"), int | float):
-        seconds = min(seconds, max(0.0, float(event["run_seconds"])))  # a short run, by hand
-    seconds = min(seconds, max(0.0, (context.get_remaining_time_in_millis() - _MARGIN_MS) / 1000))
-    report = publisher.run(context.aws_request_id, seconds)
+        seconds, wait = min(seconds, max(0.0, float(event["run_seconds"]))), 0.0
+    report = publisher.run(context.aws_request_id, seconds, wait_for_successor=wait)
     metrics.add_metric(name="LiveTicks", unit="Count", value=report.ticks)
     metrics.add_metric(name="LivePublishes", unit="Count", value=report.published)
     metrics.add_metric(name="LivePublishFailures", unit="Count", value=report.failed)

@@ -143,12 +143,19 @@ class LivePublisher:
         return None
 
     # --- a run: ticks until the deadline or a newer run asks to take over -------------------
-    def run(self, owner: str, seconds: float, lease_ms: int = 5000) -> LiveReport:
+    def run(
+        self, owner: str, seconds: float, *, wait_for_successor: float = 0.0, lease_ms: int = 5000
+    ) -> LiveReport:
+        """Tick for `seconds`, then on for up to `wait_for_successor` more until the next run
+        asks to take over, so the hand-over costs at most a tick even when that run is late
+        (a cold start)."""
         report = LiveReport()
         started = self.monotonic()
-        deadline = started + seconds
-        self.index.ask_to_hand_over(owner, lease_ms)
-        while not self.index.take_lease(owner, lease_ms):
+        deadline = started + seconds + wait_for_successor
+        while True:
+            self.index.ask_to_hand_over(owner, lease_ms)  # renewed until the running one sees it
+            if self.index.take_lease(owner, lease_ms):
+                break
             if self.monotonic() >= deadline:
                 report.note("another run kept the lease until this run's deadline")
                 return report
