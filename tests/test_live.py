@@ -88,6 +88,18 @@ def _changes(live: LiveIndex, index: RedisIndex, board_id: str) -> Any:
     return result
 
 
+class OnlyBoards(LiveIndex):
+    """The index as one test's publisher should see it: only that test's boards, not every
+    board earlier tests left in the shared Redis (whose changes would add messages and work)."""
+
+    def __init__(self, client: Any, *board_ids: str, **options: Any) -> None:
+        super().__init__(client, **options)
+        self.board_ids = set(board_ids)
+
+    def catalog(self) -> list[dict[str, Any]]:
+        return [b for b in super().catalog() if b["board_id"] in self.board_ids]
+
+
 OPS = st.lists(
     st.tuples(
         st.sampled_from(["p1", "p2", "p3", "p4", "p5", "p6"]),
@@ -313,14 +325,14 @@ def test_a_thousand_writes_a_second_make_at_most_rate_messages_per_channel_per_s
     index: RedisIndex, event_api: LocalEventApi, board_id: str
 ) -> None:
     board = _board(index, board_id, periods=["all-time"])
-    model = ModelBoard(board)
     rate = 4
     publisher = LivePublisher(
-        LiveIndex(index.client),
+        OnlyBoards(index.client, board_id),
         EventApiPublisher(event_api.publish_url),
         rate=rate,
         namespace="leaderboards",
     )
+    periods = {"all-time": current_periods(NOW)["all-time"]}
     received: list[tuple[float, dict[str, Any]]] = []
     with _client(event_api) as client:
         client.subscribe(channel_name(board_id, "all-time", None))
@@ -334,7 +346,16 @@ def test_a_thousand_writes_a_second_make_at_most_rate_messages_per_channel_per_s
         while time.monotonic() - started < 3.0:  # paced at 1,000 submissions a second
             due = int((time.monotonic() - started) * 1000)
             while writes < due:
-                _submit(index, model, board_id, f"p{writes % 500}", writes)
+                index.submit(  # the write path's one Redis round trip, nothing else
+                    board_id,
+                    Submission(
+                        player_id=f"p{writes % 500}", score=writes, region=None, metadata=None
+                    ),
+                    event_id=str(uuid.uuid4()),
+                    now_ms=int(NOW.timestamp() * 1000),
+                    periods=periods,
+                    idempotency=None,
+                )
                 writes += 1
             time.sleep(0.001)
         elapsed = time.monotonic() - started
@@ -346,7 +367,7 @@ def test_a_thousand_writes_a_second_make_at_most_rate_messages_per_channel_per_s
                 break
     rate_achieved = writes / elapsed
     print(f"coalescing: {rate_achieved:.0f} writes/s, {len(received)} messages")
-    assert rate_achieved > 500, f"only {rate_achieved:.0f} writes/s: the test proves nothing"
+    assert rate_achieved > 700, f"only {rate_achieved:.0f} writes/s: the test proves little"
     assert reports and reports[0].failed == 0
     # Counted by when they were published: no one-second window holds more than `rate`.
     stamps = [datetime.fromisoformat(m["published_at"]).timestamp() for _, m in received]
@@ -358,8 +379,9 @@ def test_a_thousand_writes_a_second_make_at_most_rate_messages_per_channel_per_s
     versions = [m["version"] for _, m in received]
     assert versions == sorted(set(versions))
     last = received[-1][1]
-    total, top = model.page("all-time", None, 0, board.live_top)
-    assert last["total"] == total and last["top"] == [dict(e, score=_num(e["score"])) for e in top]
+    page = index.window(board_id, periods["all-time"], None, op="page", size=board.live_top)
+    assert last["version"] == writes  # the last message carries the last write
+    assert last["total"] == page.total and last["top"] == [e.to_json() for e in page.entries]
 
 
 # --- failures stay on the live path -----------------------------------------------------------
@@ -369,7 +391,7 @@ def test_a_publisher_that_cannot_publish_counts_failures_and_keeps_going(
     board = _board(index, board_id, periods=["all-time"])
     model = ModelBoard(board)
     publisher = LivePublisher(
-        LiveIndex(index.client),
+        OnlyBoards(index.client, board_id),
         EventApiPublisher("http://127.0.0.1:9/event", timeout=0.5),
         rate=10,
         namespace="leaderboards",
@@ -407,7 +429,7 @@ def test_a_run_keeps_ticking_past_its_time_until_the_next_run_takes_over(
 ) -> None:
     def publisher() -> LivePublisher:
         return LivePublisher(
-            LiveIndex(index.client),
+            OnlyBoards(index.client),
             EventApiPublisher(event_api.publish_url),
             rate=10,
             namespace="leaderboards",
@@ -426,6 +448,6 @@ def test_a_run_keeps_ticking_past_its_time_until_the_next_run_takes_over(
     first.join(5)
     ended = time.monotonic() - started
     assert reports["first"].handed_over  # it waited for the successor instead of stopping
-    assert reports["first"].ticks >= 10  # ~1.2 s at 10 ticks/s, not 0.3 s
+    assert reports["first"].ticks >= 6  # ~1.2 s at 10 ticks/s (12), not 0.3 s (3)
     assert second.waited_for_lease_ms < 500  # taken over within a tick or so
     assert second.ticks >= 3 and ended < 5
