@@ -157,8 +157,13 @@ class InProcessApi:
         token: str | None = None,
         headers: dict[str, str] | None = None,
         raw: bytes | None = None,
+        contract: bool = True,
     ) -> Any:
+        """The gateway's reply; unless `contract` is False, a reply docs/openapi.json does not
+        describe (status, headers, body) fails the calling test (tests/openapi_contract.py)."""
         import json as _json
+
+        from tests.openapi_contract import check_reply
 
         sent = dict(headers or {})
         if token:
@@ -166,7 +171,10 @@ class InProcessApi:
         payload = raw if raw is not None else (b"" if body is None else _json.dumps(body).encode())
         if payload:
             sent.setdefault("content-type", "application/json")
-        return self.api.handle(method, path, sent, payload)
+        reply = self.api.handle(method, path, sent, payload)
+        if contract:
+            check_reply(self.template, method, path, reply)
+        return reply
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from leaderboard.api.http import caller, create_app, json_body, json_response
+from leaderboard.api.http import caller, create_app, json_body, json_response, no_query
 from leaderboard.api.observability import logger, metrics, tracer
 from leaderboard.domain.auth import require_admin
 from leaderboard.services.boards import BoardAdminService
@@ -33,23 +33,31 @@ app = create_app()
 def put_board(board_id: str) -> Response:
     who = caller(app)
     require_admin(who)  # before reading the body: a non-admin learns nothing about it
+    no_query(app)
     board, created = boards.put_board(board_id, json_body(app), who)
     return json_response(201 if created else 200, board)
 
 
 @app.delete("/boards/<board_id>/players/<player_id>")
 def delete_player(board_id: str, player_id: str) -> Response:
-    boards.delete_player(board_id, player_id, caller(app))
+    who = caller(app)
+    require_admin(who)
+    no_query(app)
+    boards.delete_player(board_id, player_id, who)
     return Response(status_code=204, body="")
 
 
 @app.post("/boards/<board_id>/rebuild")
 def rebuild(board_id: str) -> Response:
-    return json_response(200, boards.rebuild(board_id, caller(app)))
+    who = caller(app)
+    require_admin(who)
+    no_query(app)
+    return json_response(200, boards.rebuild(board_id, who))
 
 
 @app.get("/health")
 def get_health() -> Response:
+    no_query(app)
     report = health.check()
     ok = report["status"] == "ok"
     return json_response(200 if ok else 503, report, {} if ok else {"Retry-After": "5"})

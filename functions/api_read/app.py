@@ -10,7 +10,7 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from leaderboard.api.http import create_app, query
+from leaderboard.api.http import create_app, no_query, query
 from leaderboard.api.observability import logger, metrics, tracer
 from leaderboard.services.reads import ReadModel, ReadService, WindowSource
 from leaderboard.settings import DatabaseSettings, RedisSettings
@@ -45,16 +45,19 @@ app = create_app()
 
 @app.get("/boards")
 def list_boards() -> dict[str, Any]:
+    no_query(app)
     return reads.list_boards()
 
 
 @app.get("/boards/<board_id>")
 def get_board(board_id: str) -> dict[str, Any]:
+    no_query(app)
     return reads.get_board(board_id)
 
 
 @app.get("/boards/<board_id>/periods")
 def periods(board_id: str) -> dict[str, Any]:
+    no_query(app)
     return reads.periods(board_id)
 
 

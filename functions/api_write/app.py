@@ -11,7 +11,7 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from leaderboard.api.http import caller, create_app, header, json_body, json_response
+from leaderboard.api.http import caller, create_app, header, json_body, json_response, no_query
 from leaderboard.api.observability import logger, metrics, tracer
 from leaderboard.services.scores import ScoreService
 from leaderboard.settings import DatabaseSettings, QueueSettings, RedisSettings
@@ -49,6 +49,7 @@ app = create_app()
 @app.post("/boards/<board_id>/scores")
 def submit(board_id: str) -> Response:
     who = caller(app)
+    no_query(app)
     result = scores.submit(board_id, json_body(app), who, header(app, "Idempotency-Key"))
     headers = {"Idempotent-Replayed": "true"} if result.replayed else {}
     metrics.add_metric(

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
 from leaderboard.api.observability import logger, metrics
 from leaderboard.domain.auth import Caller, caller_from_claims
@@ -17,7 +18,13 @@ from leaderboard.domain.errors import (
     RateLimited,
     Unavailable,
 )
-from leaderboard.domain.validation import MAX_BODY_BYTES, parse_json_object
+from leaderboard.domain.validation import (
+    MAX_BODY_BYTES,
+    known_params,
+    parse_json_object,
+    require_board_id,
+    require_player_id,
+)
 
 
 def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
@@ -45,6 +52,20 @@ def create_app() -> APIGatewayHttpResolver:
         metrics.add_metric(name=f"Http{exc.status}", unit="Count", value=1)
         return json_response(exc.status, exc.body(), headers)
 
+    @app.not_found
+    def malformed_path(exc: NotFoundError) -> Response:
+        """API Gateway routed the request here, so the route exists: the resolver only misses
+        it when a path segment holds characters no identifier allows (`"`, a backslash...)."""
+        params = app.current_event.path_parameters or {}
+        try:
+            if "board_id" in params:
+                require_board_id(params["board_id"])
+            if "player_id" in params:
+                require_player_id(params["player_id"])
+            raise BadRequest("the path is malformed")
+        except BadRequest as error:
+            return domain_error(error)
+
     @app.exception_handler(Exception)
     def unexpected(exc: Exception) -> Response:  # a bug: log it whole, answer plainly
         logger.exception("unhandled error")
@@ -63,6 +84,11 @@ def caller(app: APIGatewayHttpResolver) -> Caller:
 
 def query(app: APIGatewayHttpResolver) -> dict[str, str | None]:
     return dict(app.current_event.query_string_parameters or {})
+
+
+def no_query(app: APIGatewayHttpResolver) -> None:
+    """Routes without query parameters refuse any (400), as the others refuse unknown ones."""
+    known_params(query(app), ())
 
 
 def json_body(app: APIGatewayHttpResolver, *, required: bool = True) -> dict[str, Any]:

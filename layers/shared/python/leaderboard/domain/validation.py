@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from leaderboard.domain.errors import BadRequest, PayloadTooLarge
@@ -56,6 +57,27 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+# What PostgreSQL's text and jsonb cannot hold: U+0000, and a surrogate that JSON's \u escapes
+# let through unpaired. Refused in every body, or an accepted write could never be recorded.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def _refuse_unstorable(value: Any) -> None:
+    """Every key and string of a parsed body, without recursion."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key in item:
+                if _UNSTORABLE.search(key):
+                    raise BadRequest("strings must not contain U+0000 or unpaired surrogates")
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str) and _UNSTORABLE.search(item):
+            raise BadRequest("strings must not contain U+0000 or unpaired surrogates")
+
+
 def parse_json_object(body: str | bytes | None, *, required: bool = True) -> dict[str, Any]:
     """Parse a request body that must be a JSON object of at most 16 KiB."""
     if body is None or body in ("", b""):
@@ -88,6 +110,7 @@ def parse_json_object(body: str | bytes | None, *, required: bool = True) -> dic
         raise BadRequest("request body must be a JSON object")
     if _depth(value) > MAX_JSON_DEPTH:
         raise BadRequest("request body is nested too deeply")
+    _refuse_unstorable(value)
     return value
 
 
@@ -111,6 +134,10 @@ def require_score(value: Any, field: str) -> int | float:
 
 
 def require_int(value: Any, field: str, *, minimum: int, maximum: int) -> int:
+    """An integer field. JSON has one number type and JSON Schema (docs/openapi.json) counts
+    `5.0` as the integer 5, so a client that validated against the document is not refused."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if not isinstance(value, int) or isinstance(value, bool):
         raise BadRequest(f"{field} must be an integer", field=field)
     if not minimum <= value <= maximum:
@@ -144,6 +171,13 @@ def require_idempotency_key(value: str | None) -> str | None:
             "Idempotency-Key must be 1-128 printable ASCII characters", field="Idempotency-Key"
         )
     return value
+
+
+def known_params(query: Mapping[str, object], allowed: Collection[str]) -> None:
+    """Unknown query parameters are refused, named in `fields`: a typo never passes silently."""
+    unknown = sorted(set(query) - set(allowed))
+    if unknown:
+        raise BadRequest(f"unknown query parameter(s): {', '.join(unknown)}", fields=unknown)
 
 
 def query_int(raw: str | None, field: str, *, default: int, minimum: int, maximum: int) -> int:

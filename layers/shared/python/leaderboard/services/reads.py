@@ -24,6 +24,7 @@ from leaderboard.domain.periods import (
     resolve_period,
 )
 from leaderboard.domain.validation import (
+    known_params,
     query_int,
     require_board_id,
     require_player_id,
@@ -37,12 +38,6 @@ Query = Mapping[str, str | None]
 _ENTRIES_PARAMS = {"period", "region", "offset", "limit", "around_rank"}
 _PLAYER_PARAMS = {"period", "region"}
 _AROUND_PARAMS = {"period", "region", "count"}
-
-
-def _only(query: Query, allowed: set[str]) -> None:
-    unknown = sorted(set(query) - allowed)
-    if unknown:
-        raise BadRequest(f"unknown query parameter(s): {', '.join(unknown)}", fields=unknown)
 
 
 class WindowSource(Protocol):
@@ -182,7 +177,7 @@ class ReadService:
         return body
 
     def entries(self, board_id: str, query: Query) -> dict[str, Any]:
-        _only(query, _ENTRIES_PARAMS)
+        known_params(query, _ENTRIES_PARAMS)
         board_id, period, region = self._scope(board_id, query)
         limit = query_int(query.get("limit"), "limit", default=10, minimum=1, maximum=MAX_WINDOW)
         if query.get("around_rank") is not None:
@@ -207,7 +202,7 @@ class ReadService:
         }
 
     def player(self, board_id: str, player_id: str, query: Query) -> dict[str, Any]:
-        _only(query, _PLAYER_PARAMS)
+        known_params(query, _PLAYER_PARAMS)
         board_id, period, region = self._scope(board_id, query)
         player_id = require_player_id(player_id)
         window, degraded = self._window(
@@ -223,7 +218,7 @@ class ReadService:
         }
 
     def around(self, board_id: str, player_id: str, query: Query) -> dict[str, Any]:
-        _only(query, _AROUND_PARAMS)
+        known_params(query, _AROUND_PARAMS)
         board_id, period, region = self._scope(board_id, query)
         player_id = require_player_id(player_id)
         count = query_int(query.get("count"), "count", default=10, minimum=1, maximum=MAX_WINDOW)
