@@ -12,6 +12,7 @@ import base64
 import html
 import json
 import logging
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -25,12 +26,17 @@ import jwt
 
 from devstack import tokens
 from devstack.http11 import HttpRequest, HttpServer, Reply, message_reply
-from devstack.runtime import FunctionTimeout, Invocation, InvocationError
+from devstack.runtime import FunctionTimeout, Invocation, InvocationError, WorkerLost
 from devstack.template import Route, Template
 
 log = logging.getLogger("devstack.gateway")
 MAX_PAYLOAD = 10 * 1024 * 1024  # API Gateway's own limit; the handlers enforce 16 KiB
+MAX_HEAD = 10 * 1024  # an HTTP API's quota for the request line and header values together
+# RFC 6750's credentials with a compact JWS: `Bearer`, one space, three base64url segments.
+_BEARER = re.compile(r"Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)")
 DEMO_PAGE = Path(__file__).parent / "demo" / "index.html"
+OPENAPI = Path(__file__).resolve().parent.parent / "docs" / "openapi.json"
+_HOST = re.compile(r"(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
 Invoke = Callable[[str, dict[str, Any]], Any]
 AsyncInvoke = Callable[[str, dict[str, Any]], Awaitable[Invocation]]
 
@@ -54,7 +60,9 @@ def build_event(
     event: dict[str, Any] = {
         "version": "2.0",
         "routeKey": route.route_key,
-        "rawPath": raw_path,
+        # An HTTP API hands the function the path percent-decoded (`rawPath` too, despite the
+        # name), so `players/a%40b` reaches the handler as `players/a@b`, as in AWS.
+        "rawPath": unquote(raw_path),
         "rawQueryString": raw_query,
         "headers": headers,
         "requestContext": {
@@ -64,7 +72,7 @@ def build_event(
             "domainPrefix": "local",
             "http": {
                 "method": method,
-                "path": raw_path,
+                "path": unquote(raw_path),
                 "protocol": "HTTP/1.1",
                 "sourceIp": source_ip,
                 "userAgent": headers.get("user-agent", ""),
@@ -140,15 +148,29 @@ class LocalApi:
         meta = f'<meta name="leaderboard-live" content="{config}">\n</head>'.encode()
         return page.replace(b"</head>", meta, 1)
 
+    @staticmethod
+    def openapi(host: str | None) -> bytes:
+        """docs/openapi.json with `servers` naming this stack, so tools pointed at the document
+        call the stack that served it (relative "/" when the Host header is unusable)."""
+        document = json.loads(OPENAPI.read_bytes())
+        if host and _HOST.fullmatch(host):
+            document["servers"] = [{"url": f"http://{host}", "description": "This local stack."}]
+        else:
+            document["servers"] = [{"url": "/"}]
+        return json.dumps(document, indent=2, ensure_ascii=False).encode()
+
     def authorize(self, route: Route, headers: dict[str, str]) -> tuple[Reply | None, Any]:
         """(refusal, claims): 401 without a valid token, 403 without a required scope."""
         if route.authorizer is None:
             return None, None
-        scheme, _, token = headers.get("authorization", "").partition(" ")
+        # Only the one spelling every client sends and API Gateway accepts: a lowercase scheme,
+        # extra spaces or two Authorization headers (joined with a comma, as API Gateway joins
+        # them) are refused, so what works here works in AWS too.
+        found = _BEARER.fullmatch(headers.get("authorization", "").strip(" \t"))
         claims = None
-        if scheme.lower() == "bearer" and token.strip():
+        if found:
             try:
-                claims = tokens.verify(self.jwt_secret, token.strip())
+                claims = tokens.verify(self.jwt_secret, found.group(1))
             except jwt.InvalidTokenError:
                 claims = None
         if claims is None:
@@ -167,11 +189,14 @@ class LocalApi:
         source_ip: str = "127.0.0.1",
     ) -> Reply | Call:
         """What API Gateway does before the integration: the reply it gives on its own (the
-        demo page, 404, 401, 403), or the function to call with its event."""
+        demo page, the OpenAPI document, 404, 401, 403), or the function to call with its event."""
         parts = urlsplit(target)
         headers = {k.lower(): v for k, v in headers.items()}
         if method == "GET" and parts.path in ("/", "/index.html") and DEMO_PAGE.exists():
             return Reply(200, {"content-type": "text/html; charset=utf-8"}, self.demo_page())
+        if method == "GET" and parts.path == "/openapi.json" and OPENAPI.exists():
+            body = self.openapi(headers.get("host"))
+            return Reply(200, {"content-type": "application/json"}, body)
         found = self.template.find_route(method, parts.path)
         if found is None:
             return _message(404, "Not Found")
@@ -198,8 +223,12 @@ class LocalApi:
 
     @staticmethod
     def failure(function: str, exc: Exception) -> Reply:
-        if isinstance(exc, FunctionTimeout):
-            return _message(503, "Service Unavailable")
+        """A timeout or a function process that died mid-request is an infrastructure fault the
+        client may retry (503 + Retry-After, as for a throttled Lambda); a handler that raised
+        is a bug (500)."""
+        if isinstance(exc, FunctionTimeout | WorkerLost):
+            log.warning("%s: %s", function, str(exc) or "timed out")
+            return _message(503, "Service Unavailable", {"retry-after": "1"})
         log.error("%s failed:\n%s", function, exc)
         return _message(500, "Internal Server Error")
 
@@ -295,7 +324,7 @@ class HttpGateway:
     def __init__(self, api: LocalApi, access_log: AccessLog | None = None) -> None:
         self.api = api
         self.access_log = access_log or AccessLog()
-        self.http = HttpServer(self._answer, MAX_PAYLOAD)
+        self.http = HttpServer(self._answer, MAX_PAYLOAD, MAX_HEAD)
 
     async def _answer(self, request: HttpRequest) -> Reply:
         reply, duration = await self.api.ahandle(
