@@ -10,7 +10,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 export PYTHONPATH := $(CURDIR)/layers/shared/python:$(CURDIR)
 
 .PHONY: help setup run test lint typecheck validate unit token invoke build lock clean browser \
-	bench runtime-python
+	bench runtime-python chaos soak fuzz
 
 help:
 	@echo "make run     start the whole system locally (API on http://127.0.0.1:3000)"
@@ -19,6 +19,9 @@ help:
 	@echo "make invoke FN=api_read EVENT=events/api_read_entries.json  run one function (stack running)"
 	@echo "make build   sam build (python3.13/arm64 layers, no Docker needed)"
 	@echo "make bench   benchmarks on embedded real stores (BENCH_ENTRIES=1000000)"
+	@echo "make fuzz    schemathesis on the local stack from docs/openapi.json (FUZZ_EXAMPLES=2000, FUZZ_SEED=n)"
+	@echo "make chaos   faults under load, then an independent checker (bench-results/chaos.json)"
+	@echo "make soak    10 minutes of mixed load, memory and queue depth held to bounds (SOAK_SECONDS=600)"
 
 setup: $(STAMP)
 
@@ -44,7 +47,7 @@ lint: setup
 	$(VENV)/bin/ruff format --check .
 
 typecheck: setup
-	$(VENV)/bin/mypy layers/shared/python/leaderboard devstack benchmarks
+	$(VENV)/bin/mypy layers/shared/python/leaderboard devstack benchmarks chaos
 	$(VENV)/bin/mypy --explicit-package-bases functions/api_read/app.py
 	$(VENV)/bin/mypy --explicit-package-bases functions/api_write/app.py
 	$(VENV)/bin/mypy --explicit-package-bases functions/api_admin/app.py
@@ -78,6 +81,21 @@ browser:
 
 bench: setup
 	$(PY) -m benchmarks
+
+# tests/test_fuzz.py at length: FUZZ_EXAMPLES generated cases per operation and scope (a bounded,
+# derandomized run is part of `make test`), a fresh seed each run unless FUZZ_SEED is set, and
+# the stateful sequences. A failure prints its seed and the curl command that reproduces it.
+fuzz: setup
+	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-2000} $(PY) -m pytest tests/test_fuzz.py -q $(PYTEST_ARGS)
+
+# Faults in turn under concurrent load, then chaos/checker.py verifies from the outside
+# (docs/chaos.md). The functions' logs go to bench-results/chaos-run.log.
+chaos: setup
+	$(PY) -m chaos run
+
+SOAK_SECONDS ?= 600
+soak: setup
+	$(PY) -m chaos soak --seconds $(SOAK_SECONDS)
 
 # The Lambda runtime's CPython, to compile the layers' bytecode: python3.13 on PATH, else a
 # pyenv-installed 3.13. Without one the layers ship sources only (slower cold starts).

@@ -144,6 +144,16 @@ class FunctionTimeout(RuntimeError):
     pass
 
 
+class WorkerLost(InvocationError):
+    """The function's process died mid-invocation (killed, out of memory): an infrastructure
+    fault, not the handler's error, so the gateway answers it as retryable."""
+
+
+class NotDelivered(WorkerLost):
+    """The worker was already gone when the event was handed to it: the function never saw
+    the event, so the pool may give it to another worker (as Lambda would)."""
+
+
 @dataclass(frozen=True)
 class Invocation:
     result: Any
@@ -189,14 +199,17 @@ class _Worker:
         except TimeoutError:
             raise FunctionTimeout from None
         except (asyncio.IncompleteReadError, ConnectionError):
-            raise InvocationError("the function's process exited") from None
+            raise WorkerLost("the function's process exited") from None
         message: tuple[str, Any, float] = pickle.loads(data)  # noqa: S301 - our own worker
         return message
 
     async def invoke(self, event: dict[str, Any], timeout: float) -> Invocation:
         assert self.writer is not None
         data = pickle.dumps(event, protocol=pickle.HIGHEST_PROTOCOL)
-        self.writer.write(_HEADER.pack(len(data)) + data)
+        try:
+            self.writer.write(_HEADER.pack(len(data)) + data)
+        except (RuntimeError, OSError):  # the process died while idle: its socket is closed
+            raise NotDelivered("the function's process exited before the event") from None
         status, result, duration = await self._receive(timeout)
         if status != "ok":
             raise InvocationError(result)
@@ -316,23 +329,31 @@ class FunctionPool:
         self._slots.release()
 
     async def run(self, event: dict[str, Any]) -> Invocation:
-        """Invoke the function once, on the pool's loop."""
+        """Invoke the function once, on the pool's loop. A worker that died while idle never
+        saw the event: it is replaced and the event goes to the next one."""
         if self._closed:
             raise InvocationError("the local stack is shutting down")
-        worker = await self._acquire()
-        try:
-            invocation = await worker.invoke(event, self.spec.timeout)
-        except InvocationError:
-            if worker.alive():
-                self._release(worker)
-            else:
+        for attempt in range(self.concurrency + 1):
+            worker = await self._acquire()
+            try:
+                invocation = await worker.invoke(event, self.spec.timeout)
+            except NotDelivered:
                 self._discard(worker)
-            raise
-        except BaseException:  # a timeout, or cancelled mid-call: the worker's state is unknown
-            self._discard(worker)
-            raise
-        self._release(worker)
-        return invocation
+                if attempt == self.concurrency:
+                    raise
+                continue
+            except InvocationError:
+                if worker.alive():
+                    self._release(worker)
+                else:
+                    self._discard(worker)
+                raise
+            except BaseException:  # a timeout, or cancelled mid-call: the worker's state is unknown
+                self._discard(worker)
+                raise
+            self._release(worker)
+            return invocation
+        raise AssertionError("unreachable")
 
     def invoke(self, event: dict[str, Any]) -> Any:
         """Invoke from a thread other than the pool's loop; returns the handler's result."""

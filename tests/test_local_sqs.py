@@ -131,3 +131,22 @@ def test_delays_still_take_moto_s_own_send(client, queue):
         QueueUrl=queue, AttributeNames=["ApproximateNumberOfMessagesDelayed"]
     )["Attributes"]
     assert attributes == {"ApproximateNumberOfMessagesDelayed": "1"}
+
+
+def test_the_local_queue_remembers_only_recent_deleted_receipt_handles() -> None:
+    """moto kept every deleted message's receipt handles forever (the soak saw ~4 MB per
+    thousand messages); the local server keeps the most recent ones only."""
+    from devstack.sqs_server import RecentHandles, patch_moto
+
+    handles = RecentHandles(limit=3)
+    handles.update(["a", "b", "c"])
+    handles.add("d")
+    assert list(handles) == ["b", "c", "d"] and "a" not in handles and "d" in handles
+    handles.discard("c")
+    assert len(handles) == 2
+
+    patch_moto()
+    import moto.sqs.models as models
+
+    queue = models.Queue("bounded", "us-east-1", "123456789012")
+    assert isinstance(queue.deleted_messages, RecentHandles)
