@@ -1,6 +1,9 @@
 """A small HTTP/1.1 server on asyncio: keep-alive, pipelined requests answered in order, bodies
 by Content-Length or chunked (parsed by httptools), `Expect: 100-continue`, and each response in
 one write (headers and body apart would meet Nagle's algorithm and a 40 ms delayed ACK).
+A request head (request line and headers) over `max_head` bytes is refused with 431 before it is
+buffered whole: httptools itself sets no limit, so a client could otherwise grow one header
+without end.
 
 The local gateway and the local SQS endpoint both serve through it.
 """
@@ -36,6 +39,11 @@ class Reply:
 
 _REASONS = {s.value: s.phrase for s in HTTPStatus}
 _HOP_BY_HOP = {"content-length", "connection", "transfer-encoding", "keep-alive"}
+LINGER_SECONDS = 2.0  # how long a refused client may go on sending before it is cut off
+
+
+class _HeadTooLarge(Exception):
+    """Raised in a parser callback to stop parsing a request head over the limit."""
 
 
 class _Date:
@@ -74,6 +82,8 @@ class _HttpConnection(asyncio.Protocol):
         self.pending: deque[HttpRequest] = deque()
         self.worker: asyncio.Task[None] | None = None
         self.closed = False
+        self._in_head = False  # between a message's first byte and the end of its headers
+        self._crossed = False  # a message began or its head ended during the current feed
         self._reset()
 
     def _reset(self) -> None:
@@ -83,6 +93,8 @@ class _HttpConnection(asyncio.Protocol):
         self._size = 0
         self._too_large = False
         self._started = 0.0
+        self._head_size = 0  # the request line and header values parsed so far
+        self._head_raw = 0  # bytes of feeds that fell wholly inside this head
 
     # asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -97,27 +109,50 @@ class _HttpConnection(asyncio.Protocol):
         self.server.connections.discard(self)
 
     def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
+        self._crossed = False
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
             self._refuse(400, "Bad Request")
-        except httptools.HttpParserError:
-            self._refuse(400, "Bad Request")
+            return
+        except httptools.HttpParserError as error:
+            if isinstance(error.__context__, _HeadTooLarge):
+                self._refuse(431, "Request Header Fields Too Large")
+            else:
+                self._refuse(400, "Bad Request")
+            return
+        if self._in_head and not self._crossed:
+            # all of `data` belongs to a head still unfinished: one header growing without end
+            # is caught here, long before httptools hands it over
+            self._head_raw += len(data)
+            if self._head_raw > self.server.max_head:
+                self._refuse(431, "Request Header Fields Too Large")
 
     # httptools callbacks
     def on_message_begin(self) -> None:
         self._reset()
         self._started = time.perf_counter()
+        self._in_head = self._crossed = True
+
+    def _count_head(self, size: int) -> None:
+        self._head_size += size
+        if self._head_size > self.server.max_head:
+            raise _HeadTooLarge
 
     def on_url(self, url: bytes) -> None:
+        self._count_head(len(url))
         self._url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        self._count_head(len(value))
         key = name.decode("latin-1").lower()
         text = value.decode("latin-1")
         self._headers[key] = f"{self._headers[key]},{text}" if key in self._headers else text
 
     def on_headers_complete(self) -> None:
+        self._in_head, self._crossed = False, True
         length = self._headers.get("content-length", "")
         if length.isdigit() and int(length) > self.server.max_body:
             self._too_large = True
@@ -132,6 +167,8 @@ class _HttpConnection(asyncio.Protocol):
             self._body.append(body)
 
     def on_message_complete(self) -> None:
+        if self.closed:
+            return
         if self._too_large:
             self._refuse(413, "Request Entity Too Large")
             return
@@ -190,8 +227,16 @@ class _HttpConnection(asyncio.Protocol):
         self.transport.write(head if method == "HEAD" else head + reply.body)
 
     def _refuse(self, status: int, message: str) -> None:
+        """Answer and stop reading. The client may still be sending (a huge head, say): closing
+        with its bytes unread would reset the connection and lose the answer, so only our side
+        is shut now and the rest of the request is discarded until the client closes."""
         self._write("GET", message_reply(status, message), keep_alive=False)
-        self._close()
+        if self.transport is None or self.closed or not self.transport.can_write_eof():
+            self._close()
+            return
+        self.closed = True  # data_received ignores whatever else arrives
+        self.transport.write_eof()
+        asyncio.get_running_loop().call_later(LINGER_SECONDS, self._close)
 
     def _close(self) -> None:
         self.closed = True
@@ -203,10 +248,14 @@ class HttpServer:
     """HTTP/1.1 with keep-alive on the running asyncio loop; `handler` answers each request."""
 
     def __init__(
-        self, handler: Callable[[HttpRequest], Awaitable[Reply]], max_body: int = 10 << 20
+        self,
+        handler: Callable[[HttpRequest], Awaitable[Reply]],
+        max_body: int = 10 << 20,
+        max_head: int = 64 << 10,
     ) -> None:
         self.handler = handler
         self.max_body = max_body
+        self.max_head = max_head
         self.connections: set[_HttpConnection] = set()
         self.server: asyncio.AbstractServer | None = None
 

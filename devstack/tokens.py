@@ -52,7 +52,13 @@ def mint(
 
 
 def verify(secret: str, token: str) -> dict[str, Any]:
-    """Claims of a valid token; raises jwt.InvalidTokenError otherwise."""
+    """Claims of a valid token; raises jwt.InvalidTokenError otherwise.
+
+    PyJWT checks the signature (HS256 only: `none`, other HMACs and RSA headers are refused),
+    `exp`, `nbf` and `iat` (none in the future; no leeway), `iss`, `aud` and a string `sub`.
+    On top, claims the handlers would misread: an empty `sub`, times that are not JSON numbers
+    (PyJWT takes "123"), and a `scope` that is not a space-separated string.
+    """
     claims: dict[str, Any] = jwt.decode(
         token,
         secret,
@@ -61,4 +67,12 @@ def verify(secret: str, token: str) -> dict[str, Any]:
         issuer=issuer(),
         options={"require": ["exp", "sub", "iss", "aud"]},
     )
+    if not claims["sub"]:
+        raise jwt.exceptions.InvalidSubjectError("sub must not be empty")
+    for name in ("exp", "nbf", "iat"):
+        value = claims.get(name)
+        if name in claims and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise jwt.DecodeError(f"{name} must be a number")
+    if "scope" in claims and not isinstance(claims["scope"], str):
+        raise jwt.InvalidTokenError("scope must be a space-separated string")
     return claims
