@@ -1083,6 +1083,12 @@ class _PythonServer(_ServerProcess):
     def _argv(self, attempt: int) -> list[str]:
         raise NotImplementedError
 
+    def _url(self, scheme: str, port: int, path: str = "") -> str:
+        """A URL of the running server (an error before it is started)."""
+        if not self.is_running():
+            raise RuntimeError(f"{type(self).__name__} is not started")
+        return f"{scheme}://{LOOPBACK}:{port}{path}"
+
     def _ports(self) -> tuple[int, ...]:
         raise NotImplementedError
 
@@ -1153,9 +1159,7 @@ class LocalSQS(_PythonServer):
     @property
     def endpoint_url(self) -> str:
         """HTTP endpoint to pass as ``endpoint_url`` to boto3."""
-        if not self.is_running():
-            raise RuntimeError("LocalSQS is not started")
-        return f"http://{LOOPBACK}:{self._port}"
+        return self._url("http", self._port)
 
     def _argv(self, attempt: int) -> list[str]:
         return ["devstack.sqs_server", str(self._port)]
@@ -1254,9 +1258,7 @@ class LocalEventApi(_PythonServer):
     @property
     def http_url(self) -> str:
         """Base URL of the HTTP endpoint (``/event``, ``/stats``, ``/health``)."""
-        if not self.is_running():
-            raise RuntimeError("LocalEventApi is not started")
-        return f"http://{LOOPBACK}:{self._port}"
+        return self._url("http", self._port)
 
     @property
     def publish_url(self) -> str:
@@ -1266,9 +1268,7 @@ class LocalEventApi(_PythonServer):
     @property
     def realtime_url(self) -> str:
         """The WebSocket URL clients connect to."""
-        if not self.is_running():
-            raise RuntimeError("LocalEventApi is not started")
-        return f"ws://{LOOPBACK}:{self._ws_port}/event/realtime"
+        return self._url("ws", self._ws_port, "/event/realtime")
 
     def _argv(self, attempt: int) -> list[str]:
         if attempt and not self._port_fixed:  # a port was taken: pick the free ones anew
