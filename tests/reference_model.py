@@ -180,3 +180,36 @@ class ModelBoard:
             if row.player == player:
                 return self.page(period, region, self._centre(i, count, len(rows)), count)
         return None
+
+    # --- player-centred reads -------------------------------------------------------------
+    def players(self, period: str, region: str | None, ids: list[str]) -> tuple[int, list, list]:
+        """(total, entries of the ids with an entry in board order, the other ids in order)."""
+        rows = self.ordered(period, region)
+        wanted = list(dict.fromkeys(ids))
+        entries = [self._entry(rows, i) for i, r in enumerate(rows) if r.player in wanted]
+        found = {e["player_id"] for e in entries}
+        return len(rows), entries, [p for p in wanted if p not in found]
+
+    def standings(self, player: str, now: datetime, region: str | None) -> list[tuple]:
+        """(period, kind, region, rank, score, total) on every current period the board keeps:
+        global first, then `region`, or every region of the board."""
+        periods = current_periods(now)
+        regions = [None, region] if region else [None, *(self.cfg.regions or ())]
+        out = []
+        for where in regions:
+            for kind in ("all-time", "daily", "weekly", "monthly"):
+                if kind not in self.cfg.periods:
+                    continue
+                found = self.player(periods[kind].id, where, player)
+                if found is not None:
+                    out.append(
+                        (
+                            periods[kind].id,
+                            kind,
+                            where,
+                            found["rank"],
+                            found["score"],
+                            found["total"],
+                        )
+                    )
+        return out

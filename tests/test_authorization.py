@@ -209,6 +209,9 @@ def test_admin_configures_boards_and_deletes_players(api, admin_token, board, bo
         "/boards/{b}/entries",
         "/boards/{b}/players/p-2",
         "/boards/{b}/players/p-2/around?count=3",
+        "/boards/{b}/players?ids=p-2,p-3",
+        "/boards/{b}/players/p-2/standings",
+        "/boards/{b}/players/p-2/history",
         "/health",
     ],
 )

@@ -410,6 +410,64 @@ CASES = [
     pytest.param(get("/boards/{b}/players/p-1/around?period=2026-W54"), id="around-bad-period"),
     pytest.param(get("/boards/{b}/players/nobody/around", status=404), id="around-unknown-player"),
     pytest.param(get("/boards/{b}/players/p%3B1/around"), id="around-bad-player"),
+    # --- GET /players?ids=, /standings and /history -----------------------------------------
+    pytest.param(get("/boards/{b}/players"), id="players-no-ids"),
+    pytest.param(get("/boards/{b}/players?ids="), id="players-ids-empty"),
+    pytest.param(get("/boards/{b}/players?ids=p-1,,p-2"), id="players-ids-empty-item"),
+    pytest.param(get("/boards/{b}/players?ids=p-1,"), id="players-ids-trailing-comma"),
+    pytest.param(get("/boards/{b}/players?ids=p%201"), id="players-ids-space"),
+    pytest.param(get(f"/boards/{{b}}/players?ids={'p' * 65}"), id="players-ids-65-chars"),
+    pytest.param(get(f"/boards/{{b}}/players?ids={_INJECT_LUA}"), id="players-ids-lua-injection"),
+    pytest.param(
+        get("/boards/{b}/players?ids=" + ",".join(f"p{i}" for i in range(101))),
+        id="players-ids-101-distinct",
+    ),
+    pytest.param(
+        get("/boards/{b}/players?" + "&".join(f"ids=p{i}" for i in range(101))),
+        id="players-ids-101-repeated-params",
+    ),
+    pytest.param(get("/boards/{b}/players?ids=p-1&limit=5"), id="players-unknown-param"),
+    pytest.param(get("/boards/{b}/players?ids=p-1&period=2026-W54"), id="players-bad-period"),
+    pytest.param(get("/boards/{b}/players?ids=p-1&region=eu"), id="players-bad-region"),
+    pytest.param(
+        get("/boards/{b}/players?ids=p-1&region=ASIA", status=404), id="players-region-not-in-board"
+    ),
+    pytest.param(get("/boards/{missing}/players?ids=p-1", status=404), id="players-unknown-board"),
+    pytest.param(get("/boards/{b}/players/nobody/standings", status=404), id="standings-no-entry"),
+    pytest.param(get("/boards/{b}/players/p-1/standings?period=weekly"), id="standings-period"),
+    pytest.param(get("/boards/{b}/players/p-1/standings?region=eu"), id="standings-bad-region"),
+    pytest.param(
+        get("/boards/{b}/players/p-1/standings?region=ASIA", status=404),
+        id="standings-region-not-in-board",
+    ),
+    pytest.param(get("/boards/{b}/players/p%3B1/standings"), id="standings-bad-player"),
+    pytest.param(
+        get("/boards/{missing}/players/p-1/standings", status=404), id="standings-unknown-board"
+    ),
+    pytest.param(get("/boards/{b}/players/p-1/history?kind=all-time"), id="history-kind-all-time"),
+    pytest.param(get("/boards/{b}/players/p-1/history?kind=Weekly"), id="history-kind-capitals"),
+    pytest.param(get("/boards/{b}/players/p-1/history?kind="), id="history-kind-empty"),
+    pytest.param(get("/boards/{b}/players/p-1/history?limit=0"), id="history-limit-0"),
+    pytest.param(get("/boards/{b}/players/p-1/history?limit=101"), id="history-limit-101"),
+    pytest.param(get("/boards/{b}/players/p-1/history?before=2026-W54"), id="history-before-w54"),
+    pytest.param(
+        get("/boards/{b}/players/p-1/history?before=2026-11"), id="history-before-other-kind"
+    ),
+    pytest.param(
+        get("/boards/{b}/players/p-1/history?kind=daily&before=2026-W47"),
+        id="history-before-week-for-daily",
+    ),
+    pytest.param(get("/boards/{b}/players/p-1/history?before="), id="history-before-empty"),
+    pytest.param(
+        get("/boards/{b}/players/p-1/history?before=%27%3B%20DROP%20TABLE%20boards%3B--"),
+        id="history-before-sql-injection",
+    ),
+    pytest.param(get("/boards/{b}/players/p-1/history?region=E1"), id="history-bad-region"),
+    pytest.param(get("/boards/{b}/players/p-1/history?offset=10"), id="history-unknown-param"),
+    pytest.param(get("/boards/{b}/players/p%201/history"), id="history-bad-player"),
+    pytest.param(
+        get("/boards/{missing}/players/p-1/history", status=404), id="history-unknown-board"
+    ),
     # --- DELETE /boards/{id}/players/{p} (admin) ----------------------------------------------
     pytest.param(delete("/boards/{b}/players/p%201"), id="delete-player-space"),
     pytest.param(delete(f"/boards/{{b}}/players/{'p' * 65}"), id="delete-player-65-chars"),

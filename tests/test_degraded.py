@@ -12,7 +12,7 @@ import pytest
 
 from devstack.servers import EmbeddedPostgres, EmbeddedValkey
 from leaderboard.domain.auth import Caller
-from leaderboard.domain.errors import Unavailable
+from leaderboard.domain.errors import NotFound, Unavailable
 from leaderboard.domain.queue_messages import parse_event
 from leaderboard.services.health import HealthService
 from leaderboard.services.reads import ReadService
@@ -38,16 +38,20 @@ def _queries(players):
         for player in players:
             yield "player", player, base
             yield "around", player, base | {"count": "5"}
+        # Many players at once: all of them, a few with an unknown id, and duplicates.
+        yield "players", None, base | {"ids": ",".join(players)}
+        yield "players", None, base | {"ids": ",".join([*players[::3], "nobody", players[0]])}
 
 
 def _read(service, op, board_id, player, query):
-    if op == "entries":
-        return service.entries(board_id, query)
+    if op in ("entries", "players"):
+        return getattr(service, op)(board_id, query)
     return getattr(service, op)(board_id, player, query)
 
 
-def test_postgres_reads_rank_exactly_like_redis(index, database_url, board_id, clock):
-    events = _workload(index, board_id, clock, n=300, seed=4)
+@pytest.mark.parametrize("ties", ["first", "shared"])
+def test_postgres_reads_rank_exactly_like_redis(index, database_url, board_id, clock, ties):
+    events = _workload(index, board_id, clock, n=300, seed=4, ties=ties)
     db = Database(database_url)
     with db.transaction() as conn:  # the board must exist in the record too
         board = _board_config(index, board_id)
@@ -72,6 +76,21 @@ def test_postgres_reads_rank_exactly_like_redis(index, database_url, board_id, c
             assert got == expected, (op, player, query)
             checked += 1
     assert checked > 100
+    # One player on every current period, with and without a region.
+    standings = 0
+    for player in [*players, "nobody"]:
+        for query in ({}, {"region": "EU"}, {"region": "NA"}):
+            try:
+                expected = normal.standings(board_id, player, query)
+            except NotFound:
+                with pytest.raises(NotFound):
+                    degraded.standings(board_id, player, query)
+                continue
+            got = degraded.standings(board_id, player, query)
+            assert got.pop("degraded") is True
+            assert got == expected, (player, query)
+            standings += len(got["standings"])
+    assert standings > 20
 
 
 def _board_config(index, board_id):
@@ -104,11 +123,20 @@ def test_redis_down_reads_from_postgres_writes_503_then_recovers(
         StandingsStore(db).write([parse_event(e.to_message()) for e in sink.events])
         reads = ReadService(index, clock, fallback=lambda: PostgresReadModel(db))
         before = reads.entries(board_id, {})
+        friends = {"ids": "c,nobody,a,c"}
+        before_players = reads.players(board_id, friends)
+        before_standings = reads.standings(board_id, "b", {})
         health = HealthService({"redis": index.ping, "postgres": db.ping})
 
         valkey.stop()
         during = reads.entries(board_id, {})
         assert during.pop("degraded") is True and during == before
+        # Issue 13: the player-centred reads too, the same answers, marked degraded.
+        during_players = reads.players(board_id, friends)
+        assert during_players.pop("degraded") is True and during_players == before_players
+        assert [e["player_id"] for e in during_players["entries"]] == ["c", "a"]
+        during_standings = reads.standings(board_id, "b", {})
+        assert during_standings.pop("degraded") is True and during_standings == before_standings
         assert reads.player(board_id, "a", {})["rank"] == 3
         assert reads.get_board(board_id)["board_id"] == board_id
         with pytest.raises(Unavailable) as refused:

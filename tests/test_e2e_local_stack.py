@@ -177,6 +177,20 @@ SAMPLE_EVENTS = [
     ("api_read", "api_read_list_boards", lambda r: r["statusCode"] == 200),
     (
         "api_read",
+        "api_read_players",
+        lambda r: (
+            r["statusCode"] == 200
+            and [e["player_id"] for e in json.loads(r["body"])["entries"]] == ["ada"]
+            and json.loads(r["body"])["missing"] == ["bob", "cy"]
+        ),
+    ),
+    (  # all-time, day, week and month, globally and in EU
+        "api_read",
+        "api_read_standings",
+        lambda r: r["statusCode"] == 200 and len(json.loads(r["body"])["standings"]) == 8,
+    ),
+    (
+        "api_read",
         "api_read_periods",
         lambda r: (
             r["statusCode"] == 200
@@ -185,6 +199,15 @@ SAMPLE_EVENTS = [
     ),
     ("api_admin", "api_admin_health", lambda r: r["statusCode"] == 200),
     ("rollover", "rollover_weekly", lambda r: r["complete"] is True and r["boards"] >= 1),
+    (  # the demo board has no closed week yet: an empty first page
+        "api_read",
+        "api_read_history",
+        lambda r: (
+            r["statusCode"] == 200
+            and json.loads(r["body"])["results"] == []
+            and json.loads(r["body"])["next"] is None
+        ),
+    ),
     ("outbox_relay", "outbox_relay_scheduled", lambda r: r["boards"] >= 1),
     # a short run: it takes over from the stack's own publisher, ticks and hands back nothing
     ("live_publisher", "live_publisher_scheduled", lambda r: r["ticks"] >= 1 and r["failed"] == 0),

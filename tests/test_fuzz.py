@@ -219,10 +219,24 @@ def _real_period(period: str) -> str:
     return period
 
 
+def _of_kind(period: str, kind: Any) -> str:
+    """The period of `kind` (daily, weekly, monthly) that contains the start of `period`."""
+    from leaderboard.domain.periods import current_period, parse_period_id
+
+    if kind not in ("daily", "weekly", "monthly"):
+        return period
+    try:
+        start = parse_period_id(period).starts_at
+        assert start is not None
+        return current_period(kind, start).id
+    except Exception:  # the last days of year 9999 have no following period: left as they are
+        return period
+
+
 def _keep_valid(case: Any) -> None:
     """Rules the document states in words only, applied to cases generated as valid: a body's
     `board_id` equals the path's; `offset` and `around_rank` are not given together; a period id
-    is a real day, week or month."""
+    is a real day, week or month; a history's `before` is a period of its `kind`."""
     if not case.meta or not case.meta.generation.mode.is_positive:
         return
     board = (case.path_parameters or {}).get("board_id")
@@ -233,6 +247,8 @@ def _keep_valid(case: Any) -> None:
         query.pop("around_rank")
     if isinstance(query.get("period"), str):
         query["period"] = _real_period(query["period"])
+    if isinstance(query.get("before"), str):  # a real period of the history's kind
+        query["before"] = _of_kind(_real_period(query["before"]), query.get("kind", "weekly"))
     if query != (case.query or {}):
         case.query = query
 

@@ -89,7 +89,8 @@ def test_event_log_and_standings_upgrade_in_place(empty_database):
                 " VALUES ('b', 'all-time', %s, %s, 7, true)",
                 (player, score),
             )
-    assert [n[:4] for n in apply_migrations(empty_database)] == ["0004", "0005"]
+    upto = next(name for name in names if name.startswith("0005_"))
+    assert [n[:4] for n in apply_migrations(empty_database, upto=upto)] == ["0004", "0005"]
     with psycopg.connect(empty_database) as conn:
         stored = conn.execute("SELECT payload::jsonb = %s::jsonb FROM score_events", (payload,))
         assert stored.fetchone() == (True,)
@@ -111,3 +112,46 @@ def test_event_log_and_standings_upgrade_in_place(empty_database):
             "SELECT indexname FROM pg_indexes WHERE tablename = 'score_events'"
         ).fetchall()
         assert {i for (i,) in indexes} == {"score_events_pkey", "score_events_board_version"}
+
+
+def test_the_archive_gains_kinds_and_totals_in_place(empty_database):
+    """0006 (player history) fills the kind of every archived entry and the size of every
+    finished archived board, replaces the player index, and leaves unfinished periods alone."""
+    names = [name for name, _ in migration_files()]
+    apply_migrations(empty_database, upto=next(n for n in names if n.startswith("0005_")))
+    with psycopg.connect(empty_database) as conn:
+        for period, kind, status in (
+            ("2026-W01", "weekly", "archived"),
+            ("2026-01", "monthly", "archived"),
+            ("2026-01-05", "daily", "archiving"),
+        ):
+            conn.execute(
+                "INSERT INTO archived_periods (board_id, period, kind, starts_at, ends_at, status)"
+                " VALUES ('b', %s, %s, now(), now(), %s)",
+                (period, kind, status),
+            )
+            for position, (region, player) in enumerate((("", "ann"), ("", "bob"), ("EU", "ann"))):
+                conn.execute(
+                    "INSERT INTO archive_entries (board_id, period, region, position, rank,"
+                    " player_id, score) VALUES ('b', %s, %s, %s, %s, %s, 1)",
+                    (period, region, position, position + 1, player),
+                )
+    assert [n[:4] for n in apply_migrations(empty_database)] == ["0006"]
+    with psycopg.connect(empty_database) as conn:
+        kinds = conn.execute(
+            "SELECT DISTINCT period, kind FROM archive_entries ORDER BY period"
+        ).fetchall()
+        assert kinds == [("2026-01", "monthly"), ("2026-01-05", "daily"), ("2026-W01", "weekly")]
+        totals = conn.execute(
+            "SELECT period, region, entries FROM archived_totals ORDER BY period, region"
+        ).fetchall()
+        assert totals == [
+            ("2026-01", "", 2),
+            ("2026-01", "EU", 1),
+            ("2026-W01", "", 2),
+            ("2026-W01", "EU", 1),
+        ]
+        indexes = conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'archive_entries'"
+        ).fetchall()
+        assert {i for (i,) in indexes} == {"archive_entries_pkey", "archive_entries_history"}

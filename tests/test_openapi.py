@@ -12,6 +12,7 @@ import re
 import uuid
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from jsonschema.exceptions import best_match
@@ -41,13 +42,21 @@ SAMPLE_VALUES = {
     "offset": "0",
     "around_rank": "1",
     "count": "3",
+    "ids": "p-1",
+    "kind": "weekly",
+    "before": "2026-W47",
 }
+# Parameters a route cannot do without; sent along with each parameter tried.
+REQUIRED_QUERY = {"GET /boards/{board_id}/players": {"ids": "p-1"}}
 
 # What the read service accepts, by route (every other route takes no query parameter).
 CODE_PARAMS = {
     "GET /boards/{board_id}/entries": reads._ENTRIES_PARAMS,
     "GET /boards/{board_id}/players/{player_id}": reads._PLAYER_PARAMS,
     "GET /boards/{board_id}/players/{player_id}/around": reads._AROUND_PARAMS,
+    "GET /boards/{board_id}/players": reads._PLAYERS_PARAMS,
+    "GET /boards/{board_id}/players/{player_id}/standings": reads._STANDINGS_PARAMS,
+    "GET /boards/{board_id}/players/{player_id}/history": reads._HISTORY_PARAMS,
 }
 
 
@@ -159,18 +168,22 @@ def test_the_documented_query_parameters_are_exactly_the_accepted_ones(
     documented = _parameters(route, "query")
     assert set(documented) <= set(SAMPLE_VALUES), "give the new parameter a sample value"
     assert set(documented) == CODE_PARAMS.get(route.route_key, set())
+    required = REQUIRED_QUERY.get(route.route_key, {})
+    assert {n for n, p in documented.items() if p.get("required")} == set(required)
     for name in documented:
+        sent = required | {name: SAMPLE_VALUES[name]}
         r = api.call(
             request["method"],
-            f"{request['path']}?{name}={SAMPLE_VALUES[name]}",
+            f"{request['path']}?{urlencode(sent)}",
             request["body"],
             token=request["token"],
         )
         assert r.status < 300, (name, r.status, r.body)
     for name in (set(SAMPLE_VALUES) | {"undocumented"}) - set(documented):
+        sent = required | {name: SAMPLE_VALUES.get(name, "1")}
         r = api.call(
             request["method"],
-            f"{request['path']}?{name}={SAMPLE_VALUES.get(name, '1')}",
+            f"{request['path']}?{urlencode(sent)}",
             request["body"],
             token=request["token"],
         )

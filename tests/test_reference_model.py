@@ -1,7 +1,8 @@
 """Acceptance 1: random submission sequences against real Redis/Valkey and the reference
 model, for every mode x sort x ties, over every period kind and region, clock moving across
 day, week and month boundaries. Pages, around_rank, players and around are compared, ranks
-included, and so is every submission's response."""
+included, and so is every submission's response; so are the player-centred reads (issue 13):
+many players at once (with duplicate, unknown and absent ids) and one player on every period."""
 
 from __future__ import annotations
 
@@ -97,7 +98,40 @@ def _compare_reads(
                 got = reads.around(board_id, player, query | {"count": "3"})
                 assert _norm(got["entries"]) == _norm(exp_window), (period, region, player)
                 assert got["player"]["player_id"] == player
+            _compare_players(model, reads, board_id, period, region, query)
             del kept
+    _compare_standings(model, reads, board_id, clock)
+
+
+# Each list mixes players with an entry, players of the board without one in this period or
+# region, an id the board never saw, and a duplicate.
+ID_LISTS = [PLAYERS, ["gus", "zed", "ann", "gus"], ["zed"], ["cy", "cy", "bob"]]
+
+
+def _compare_players(model, reads, board_id, period, region, query) -> None:
+    for ids in ID_LISTS:
+        total, entries, missing = model.players(period, region, ids)
+        got = reads.players(board_id, query | {"ids": ",".join(ids)})
+        assert got["total"] == total, (period, region, ids)
+        assert _norm(got["entries"]) == _norm(entries), (period, region, ids)
+        assert got["missing"] == missing, (period, region, ids)
+
+
+def _compare_standings(model, reads, board_id, clock) -> None:
+    for player in [*PLAYERS, "zed"]:
+        for region in REGIONS:
+            expected = model.standings(player, clock(), region)
+            query = {"region": region} if region else {}
+            if not expected:
+                with pytest.raises(NotFound):
+                    reads.standings(board_id, player, query)
+                continue
+            got = reads.standings(board_id, player, query)["standings"]
+            assert [
+                (s["period"], s["kind"], s["region"], s["rank"], float(s["score"]), s["total"])
+                for s in got
+            ] == expected, (player, region)
+            assert all(s["top_percent"] == round(100 * s["rank"] / s["total"], 4) for s in got)
 
 
 def _open(clock: MovableClock):

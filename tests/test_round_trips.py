@@ -52,6 +52,7 @@ def test_one_round_trip_per_submission_and_read(redis_url, board_id, clock):
     pipe = client.pipeline(transaction=False)
     for i in range(2000):
         pipe.zadd(f"lb:{{{board_id}}}:z:all-time", {f"{i:015d}|p{i}": i})
+        pipe.hset(f"lb:{{{board_id}}}:m:all-time", f"p{i}", f"{i:015d}|p{i}")
     pipe.execute()
 
     # Warm the script cache: the very first call of a script may need SCRIPT LOAD.
@@ -81,6 +82,27 @@ def test_one_round_trip_per_submission_and_read(redis_url, board_id, clock):
         trips, result = counted(call)
         assert trips == 1, name
         assert result["total"] >= 1, name
+
+    # Issue 13: many players and one player's every period, one round trip whatever the count.
+    friends = ",".join(["p-1", *(f"p{i}" for i in range(0, 1960, 20)), "nobody"])  # 100 ids
+    player_reads = {
+        "players 1 id": lambda: reads.players(board_id, {"ids": "p-1"}),
+        "players 100 ids": lambda: reads.players(board_id, {"ids": friends}),
+        "players 100 ids in region": lambda: reads.players(
+            board_id, {"ids": friends, "region": "EU"}
+        ),
+        "standings, every region": lambda: reads.standings(board_id, "p-1", {}),
+        "standings, one region": lambda: reads.standings(board_id, "p-1", {"region": "EU"}),
+    }
+    reads.players(board_id, {"ids": "warm"})  # the script's first call loads it
+    for name, call in player_reads.items():
+        trips, result = counted(call)
+        assert trips == 1, name
+        assert result.get("entries") or result.get("standings"), name
+    chosen = reads.players(board_id, {"ids": friends})
+    assert (len(chosen["entries"]), chosen["missing"]) == (99, ["nobody"])
+    # p-1 is on all-time, daily, weekly, monthly, globally and in EU: eight standings.
+    assert len(reads.standings(board_id, "p-1", {})["standings"]) == 8
     client.close()
 
 
@@ -109,6 +131,8 @@ def test_handlers_use_one_round_trip(api, admin_token, server_token, board_id):
         f"/boards/{board_id}/players/p-9",
         f"/boards/{board_id}/players/p-9/around?count=50&region=EU",
         f"/boards/{board_id}/entries?around_rank=1&limit=7",
+        f"/boards/{board_id}/players?ids=p-9,p-8,p-7&region=EU",
+        f"/boards/{board_id}/players/p-9/standings",
     ):
         api.call("GET", path)  # warm the connection
         trips, reply = counted(lambda path=path: api.call("GET", path))

@@ -24,6 +24,9 @@ PUBLIC = {
     "GET /boards/{board_id}/periods",
     "GET /boards/{board_id}/players/{player_id}",
     "GET /boards/{board_id}/players/{player_id}/around",
+    "GET /boards/{board_id}/players",
+    "GET /boards/{board_id}/players/{player_id}/standings",
+    "GET /boards/{board_id}/players/{player_id}/history",
     "GET /health",
 }
 ADMIN = {

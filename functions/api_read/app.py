@@ -1,4 +1,5 @@
-"""Read API: boards, entries, a player's rank, windows, in one Redis round trip.
+"""Read API: boards, entries, players' ranks, windows, in one Redis round trip; players' past
+results from the archive.
 
 No boto3 and no psycopg at cold start: the PostgreSQL read model is imported only when Redis
 cannot answer (degraded mode) or a board's serving data is missing.
@@ -12,7 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from leaderboard.api.http import create_app, no_query, query
 from leaderboard.api.observability import logger, metrics, tracer
-from leaderboard.services.reads import ReadModel, ReadService, WindowSource
+from leaderboard.services.reads import ArchiveSource, ReadModel, ReadService
 from leaderboard.settings import DatabaseSettings, RedisSettings
 from leaderboard.stores.redis_client import connect
 from leaderboard.stores.redis_index import RedisIndex
@@ -28,7 +29,7 @@ def postgres_reads() -> ReadModel:
     return PostgresReadModel(Database(database.connection_url))
 
 
-def archive_reads() -> WindowSource:
+def archive_reads() -> ArchiveSource:
     from leaderboard.stores.archive import ArchiveStore
     from leaderboard.stores.postgres import Database
 
@@ -66,6 +67,11 @@ def entries(board_id: str) -> dict[str, Any]:
     return reads.entries(board_id, query(app))
 
 
+@app.get("/boards/<board_id>/players")
+def players(board_id: str) -> dict[str, Any]:
+    return reads.players(board_id, query(app))
+
+
 @app.get("/boards/<board_id>/players/<player_id>")
 def player(board_id: str, player_id: str) -> dict[str, Any]:
     return reads.player(board_id, player_id, query(app))
@@ -74,6 +80,16 @@ def player(board_id: str, player_id: str) -> dict[str, Any]:
 @app.get("/boards/<board_id>/players/<player_id>/around")
 def around(board_id: str, player_id: str) -> dict[str, Any]:
     return reads.around(board_id, player_id, query(app))
+
+
+@app.get("/boards/<board_id>/players/<player_id>/standings")
+def standings(board_id: str, player_id: str) -> dict[str, Any]:
+    return reads.standings(board_id, player_id, query(app))
+
+
+@app.get("/boards/<board_id>/players/<player_id>/history")
+def history(board_id: str, player_id: str) -> dict[str, Any]:
+    return reads.history(board_id, player_id, query(app))
 
 
 @logger.inject_lambda_context(clear_state=True)

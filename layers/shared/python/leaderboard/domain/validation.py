@@ -157,6 +157,26 @@ def require_player_id(value: Any) -> str:
     return value
 
 
+MAX_PLAYER_IDS = 100
+
+
+def require_player_ids(raw: str | None) -> list[str]:
+    """A comma-separated list of player ids (API Gateway joins repeated `ids=` with commas),
+    each counted once, in the order first given."""
+    if raw is None or raw == "":
+        raise BadRequest("ids must list 1 to 100 comma-separated player ids", field="ids")
+    distinct: dict[str, None] = {}
+    for item in raw.split(","):
+        if not PLAYER_ID_RE.fullmatch(item):
+            raise BadRequest(
+                "each of ids must match ^[A-Za-z0-9_.:@-]{1,64}$ (no empty items)", field="ids"
+            )
+        distinct[item] = None
+        if len(distinct) > MAX_PLAYER_IDS:
+            raise BadRequest(f"ids lists more than {MAX_PLAYER_IDS} distinct players", field="ids")
+    return list(distinct)
+
+
 def require_region(value: Any) -> str:
     if not isinstance(value, str) or not REGION_RE.fullmatch(value):
         raise BadRequest("region must match ^[A-Z]{2,8}$", field="region")

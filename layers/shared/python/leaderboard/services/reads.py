@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from leaderboard.domain.clock import Clock, system_clock
 from leaderboard.domain.errors import (
@@ -17,7 +17,10 @@ from leaderboard.domain.errors import (
 )
 from leaderboard.domain.periods import (
     ALL_TIME,
+    DAILY,
+    MONTHLY,
     PERIOD_KINDS,
+    WEEKLY,
     Period,
     current_period,
     parse_period_id,
@@ -28,9 +31,13 @@ from leaderboard.domain.validation import (
     query_int,
     require_board_id,
     require_player_id,
+    require_player_ids,
     require_region,
 )
-from leaderboard.stores.redis_index import RedisIndex, Window
+from leaderboard.stores.redis_index import PeriodStanding, RedisIndex, Selection, Window
+
+if TYPE_CHECKING:
+    from leaderboard.stores.archive import ArchivedResult
 
 MAX_WINDOW = 100
 MAX_OFFSET = 999_999_999
@@ -38,6 +45,11 @@ Query = Mapping[str, str | None]
 _ENTRIES_PARAMS = {"period", "region", "offset", "limit", "around_rank"}
 _PLAYER_PARAMS = {"period", "region"}
 _AROUND_PARAMS = {"period", "region", "count"}
+_PLAYERS_PARAMS = {"ids", "period", "region"}
+_STANDINGS_PARAMS = {"region"}
+_HISTORY_PARAMS = {"kind", "region", "limit", "before"}
+ARCHIVED_KINDS = (DAILY, WEEKLY, MONTHLY)
+T = TypeVar("T")
 
 
 class WindowSource(Protocol):
@@ -55,6 +67,10 @@ class WindowSource(Protocol):
         player_id: str = "",
     ) -> Window: ...
 
+    def players(
+        self, board_id: str, period: Period, region: str | None, player_ids: list[str]
+    ) -> Selection: ...
+
 
 class ReadModel(WindowSource, Protocol):
     """What serves reads when the index cannot: PostgreSQL in degraded mode."""
@@ -62,6 +78,28 @@ class ReadModel(WindowSource, Protocol):
     def list_boards(self) -> list[dict[str, Any]]: ...
 
     def get_board(self, board_id: str) -> dict[str, Any] | None: ...
+
+    def standings(
+        self, board_id: str, player_id: str, periods: list[Period], region: str | None
+    ) -> list[PeriodStanding]: ...
+
+
+class History(Protocol):
+    """Archived results of players (the archive in PostgreSQL)."""
+
+    def history(
+        self,
+        board_id: str,
+        player_id: str,
+        kind: str,
+        region: str | None,
+        before: str | None,
+        limit: int,
+    ) -> list[ArchivedResult]: ...
+
+
+class ArchiveSource(WindowSource, History, Protocol):
+    """The archive: windows and chosen players of archived periods, and players' histories."""
 
 
 class ReadService:
@@ -78,7 +116,7 @@ class ReadService:
         clock: Clock = system_clock,
         fallback: Callable[[], ReadModel] | None = None,
         bypass_seconds: float = 5.0,
-        archive: Callable[[], WindowSource] | None = None,
+        archive: Callable[[], ArchiveSource] | None = None,
     ) -> None:
         self.index = index
         self.clock = clock
@@ -87,7 +125,7 @@ class ReadService:
         self._bypass_until = 0.0
         self.bypass_seconds = bypass_seconds
         self._archive_factory = archive
-        self._archive: WindowSource | None = None
+        self._archive: ArchiveSource | None = None
         # An archived period never changes: its windows are cached for the environment's life.
         self._archived_window = functools.lru_cache(maxsize=4096)(self._read_archive)
 
@@ -101,10 +139,7 @@ class ReadService:
         offset_or_rank: int,
         player_id: str,
     ) -> Window:
-        if self._archive is None:
-            assert self._archive_factory is not None
-            self._archive = self._archive_factory()
-        return self._archive.window(
+        return self._archive_model().window(
             board_id,
             parse_period_id(period_id),
             region,
@@ -114,32 +149,34 @@ class ReadService:
             player_id=player_id,
         )
 
+    def _archive_model(self) -> ArchiveSource:
+        if self._archive is None:
+            assert self._archive_factory is not None
+            self._archive = self._archive_factory()
+        return self._archive
+
     def _degraded_model(self) -> ReadModel:
         if self._fallback is None:
             assert self._fallback_factory is not None
             self._fallback = self._fallback_factory()
         return self._fallback
 
-    def _window(
-        self, board_id: str, period: Period, region: str | None, **kwargs: Any
-    ) -> tuple[Window, bool]:
-        """(window, degraded): the index first, the record if the index cannot answer."""
+    def _served(
+        self,
+        from_index: Callable[[RedisIndex], T],
+        from_record: Callable[[ReadModel], T],
+        from_archive: Callable[[], T] | None = None,
+    ) -> tuple[T, bool]:
+        """(answer, degraded): the index first; the archive for a period whose keys were freed;
+        the system of record while the index cannot answer or lost the board."""
         if self._fallback_factory is not None and time.monotonic() < self._bypass_until:
-            return self._degraded_model().window(board_id, period, region, **kwargs), True
+            return from_record(self._degraded_model()), True
         try:
-            return self.index.window(board_id, period, region, **kwargs), False
+            return from_index(self.index), False
         except ArchivedPeriod:
-            if self._archive_factory is None:
+            if self._archive_factory is None or from_archive is None:
                 raise
-            return self._archived_window(
-                board_id,
-                period.id,
-                region,
-                kwargs["op"],
-                kwargs["size"],
-                kwargs.get("offset_or_rank", 0),
-                kwargs.get("player_id", ""),
-            ), False
+            return from_archive(), False
         except Unavailable:
             if self._fallback_factory is None:
                 raise
@@ -148,7 +185,24 @@ class ReadService:
             # Unknown board, or one whose serving data was lost: the record decides.
             if self._fallback_factory is None:
                 raise
-        return self._degraded_model().window(board_id, period, region, **kwargs), True
+        return from_record(self._degraded_model()), True
+
+    def _window(
+        self, board_id: str, period: Period, region: str | None, **kwargs: Any
+    ) -> tuple[Window, bool]:
+        return self._served(
+            lambda index: index.window(board_id, period, region, **kwargs),
+            lambda record: record.window(board_id, period, region, **kwargs),
+            lambda: self._archived_window(
+                board_id,
+                period.id,
+                region,
+                kwargs["op"],
+                kwargs["size"],
+                kwargs.get("offset_or_rank", 0),
+                kwargs.get("player_id", ""),
+            ),
+        )
 
     def _scope(self, board_id: str, query: Query) -> tuple[str, Period, str | None]:
         board_id = require_board_id(board_id)
@@ -164,13 +218,13 @@ class ReadService:
 
     @staticmethod
     def _envelope(
-        board_id: str, period: Period, region: str | None, window: Window, degraded: bool
+        board_id: str, period: Period, region: str | None, total: int, degraded: bool
     ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "board_id": board_id,
             "period": period.id,
             "region": region,
-            "total": window.total,
+            "total": total,
         }
         if degraded:
             body["degraded"] = True  # served from the system of record during an outage
@@ -197,7 +251,7 @@ class ReadService:
                 board_id, period, region, op="page", size=limit, offset_or_rank=offset
             )
         self._require_data(period, window)
-        return self._envelope(board_id, period, region, window, degraded) | {
+        return self._envelope(board_id, period, region, window.total, degraded) | {
             "entries": [e.to_json() for e in window.entries]
         }
 
@@ -209,7 +263,7 @@ class ReadService:
             board_id, period, region, op="player", size=1, player_id=player_id
         )
         entry = window.entries[0]
-        return self._envelope(board_id, period, region, window, degraded) | {
+        return self._envelope(board_id, period, region, window.total, degraded) | {
             "player_id": entry.player_id,
             "rank": entry.rank,
             "score": entry.score,
@@ -227,10 +281,118 @@ class ReadService:
         )
         assert window.player_position is not None
         me = window.entries[window.player_position - window.start]
-        return self._envelope(board_id, period, region, window, degraded) | {
+        return self._envelope(board_id, period, region, window.total, degraded) | {
             "player": me.to_json(),
             "entries": [e.to_json() for e in window.entries],
         }
+
+    def players(self, board_id: str, query: Query) -> dict[str, Any]:
+        """Many players (friends, a party) on one board in one read, in board order."""
+        known_params(query, _PLAYERS_PARAMS)
+        board_id, period, region = self._scope(board_id, query)
+        ids = require_player_ids(query.get("ids"))
+        chosen, degraded = self._served(
+            lambda index: index.players(board_id, period, region, ids),
+            lambda record: record.players(board_id, period, region, ids),
+            lambda: self._archive_model().players(board_id, period, region, ids),
+        )
+        if chosen.total == 0 and period.kind != ALL_TIME and not period.is_open_at(self.clock()):
+            raise NotFound(f"no data for period {period.id}", period=period.id)
+        found = {entry.player_id for entry in chosen.entries}
+        envelope = self._envelope(board_id, period, region, chosen.total, degraded)
+        return envelope | {
+            "entries": [e.to_json() for e in chosen.entries],
+            "missing": [player for player in ids if player not in found],
+        }
+
+    def standings(self, board_id: str, player_id: str, query: Query) -> dict[str, Any]:
+        """One player on every current period the board keeps, and its regional boards."""
+        known_params(query, _STANDINGS_PARAMS)
+        board_id = require_board_id(board_id)
+        player_id = require_player_id(player_id)
+        raw_region = query.get("region")
+        region = None if raw_region in (None, "") else require_region(raw_region)
+        now = self.clock()
+        periods = [current_period(kind, now) for kind in PERIOD_KINDS]
+        found, degraded = self._served(
+            lambda index: index.standings(board_id, player_id, periods, region),
+            lambda record: record.standings(board_id, player_id, periods, region),
+        )
+        if not found:
+            raise NotFound(
+                f"player {player_id!r} has no entry on any current period of {board_id!r}"
+                + (f" ({region})" if region else ""),
+                player_id=player_id,
+            )
+        body: dict[str, Any] = {
+            "board_id": board_id,
+            "player_id": player_id,
+            "standings": [
+                {
+                    "period": s.period,
+                    "kind": s.kind,
+                    "region": s.region,
+                    "rank": s.rank,
+                    "score": s.score,
+                    "total": s.total,
+                    "top_percent": top_percent(s.rank, s.total),
+                }
+                for s in found
+            ],
+        }
+        if degraded:
+            body["degraded"] = True
+        return body
+
+    def history(self, board_id: str, player_id: str, query: Query) -> dict[str, Any]:
+        """A player's final standings in archived periods of one kind, newest first. Always
+        from the archive in PostgreSQL: past periods outlive their serving keys."""
+        known_params(query, _HISTORY_PARAMS)
+        board_id = require_board_id(board_id)
+        player_id = require_player_id(player_id)
+        kind = query.get("kind")
+        kind = WEEKLY if kind is None else kind
+        if kind not in ARCHIVED_KINDS:
+            raise BadRequest("kind must be daily, weekly or monthly", field="kind")
+        raw_region = query.get("region")
+        region = None if raw_region in (None, "") else require_region(raw_region)
+        limit = query_int(query.get("limit"), "limit", default=10, minimum=1, maximum=MAX_WINDOW)
+        before = query.get("before")
+        if before is not None and not _is_period_of(before, kind):
+            raise BadRequest(
+                f"before must be a {kind} period id, like the `next` of a {kind} page",
+                field="before",
+            )
+        if self._archive_factory is None:
+            raise Unavailable("no archive is configured", retry_after=60, store="postgres")
+        archive = self._archive_model()
+        results = archive.history(board_id, player_id, kind, region, before, limit + 1)
+        if not results and not self._board_exists(board_id):
+            raise NotFound(f"board {board_id!r} does not exist", board_id=board_id)
+        page = results[:limit]
+        return {
+            "board_id": board_id,
+            "player_id": player_id,
+            "kind": kind,
+            "region": region,
+            "results": [
+                {
+                    "period": r.period,
+                    "rank": r.rank,
+                    "score": r.score,
+                    "total": r.total,
+                    "top_percent": top_percent(r.rank, r.total),
+                }
+                for r in page
+            ],
+            "next": page[-1].period if len(results) > limit else None,
+        }
+
+    def _board_exists(self, board_id: str) -> bool:
+        try:
+            return self.get_board(board_id) is not None
+        except NotFound:
+            return False
 
     def periods(self, board_id: str) -> dict[str, Any]:
         """Every period the board holds: open, closed (awaiting archive) or archived."""
@@ -286,6 +448,13 @@ class ReadService:
         if board is None:
             raise NotFound(f"board {board_id!r} does not exist", board_id=board_id)
         return board
+
+
+def _is_period_of(value: str, kind: str) -> bool:
+    try:
+        return len(value) <= 10 and parse_period_id(value).kind == kind
+    except BadRequest:
+        return False
 
 
 def _iso(moment: Any) -> str | None:

@@ -7,13 +7,14 @@ Archived rows never change, so readers may cache them for good.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from leaderboard.domain.errors import NotFound
-from leaderboard.domain.periods import Period
+from leaderboard.domain.periods import Period, parse_period_id
 from leaderboard.stores.postgres import Database
-from leaderboard.stores.redis_index import Entry, Window
+from leaderboard.stores.redis_index import Entry, Selection, Window
 from leaderboard.stores.standings_reads import window_start
 
 
@@ -59,15 +60,17 @@ class ArchiveStore:
         with (
             self.db.transaction() as conn,
             conn.cursor().copy(
-                "COPY archive_entries (board_id, period, region, position, rank, player_id, score,"
-                " metadata) FROM STDIN"
+                "COPY archive_entries (board_id, period, kind, region, position, rank, player_id,"
+                " score, metadata) FROM STDIN"
             ) as copy,
         ):
+            kind = parse_period_id(period_id).kind
             for offset, entry in enumerate(entries):
                 copy.write_row(
                     (
                         board_id,
                         period_id,
+                        kind,
                         region,
                         start + offset,
                         entry.rank,
@@ -96,12 +99,20 @@ class ArchiveStore:
                 params,
             ).fetchone()
             counts = (int(entries[0]) if entries else 0, int(differences[0]) if differences else 0)
-            conn.execute(
+            finished = conn.execute(
                 "UPDATE archived_periods SET status = 'archived', entries = %(e)s,"
                 " differences = %(d)s, archived_at = %(now)s"
                 " WHERE board_id = %(b)s AND period = %(p)s AND status = 'archiving'",
                 params | {"e": counts[0], "d": counts[1]},
             )
+            if finished.rowcount:  # each board's size, for history pages (see 0006)
+                conn.execute(
+                    "INSERT INTO archived_totals (board_id, period, region, entries)"
+                    " SELECT board_id, period, region, count(*) FROM archive_entries"
+                    " WHERE board_id = %(b)s AND period = %(p)s GROUP BY board_id, period, region"
+                    " ON CONFLICT DO NOTHING",
+                    params,
+                )
         return counts
 
     def mark_purged(self, board_id: str, period_id: str, now: datetime) -> None:
@@ -123,7 +134,8 @@ class ArchiveStore:
         offset_or_rank: int = 0,
         player_id: str = "",
     ) -> Window:
-        params: dict[str, Any] = {"b": board_id, "p": period.id, "r": region or ""}
+        params: dict[str, Any] = {"b": board_id, "p": period.id, "k": period.kind}
+        params["r"] = region or ""
         with self.db.transaction() as conn:
             total_row = conn.execute(_COUNT, params).fetchone()
             total = int(total_row[0]) if total_row else 0
@@ -143,15 +155,86 @@ class ArchiveStore:
         )
         return Window(total=total, start=start, player_position=position, entries=entries)
 
+    def players(
+        self, board_id: str, period: Period, region: str | None, player_ids: list[str]
+    ) -> Selection:
+        """Many players of an archived board, in board order (one index probe per id)."""
+        params = {"b": board_id, "p": period.id, "k": period.kind, "r": region or ""}
+        with self.db.transaction() as conn:
+            total_row = conn.execute(_COUNT, params).fetchone()
+            rows = conn.execute(_CHOSEN, params | {"ids": player_ids}).fetchall()
+        return Selection(
+            total=int(total_row[0]) if total_row else 0,
+            entries=tuple(
+                Entry(rank=int(r[0]), player_id=r[1], score=_score(r[2]), metadata=r[3])
+                for r in rows
+            ),
+        )
+
+    def history(
+        self,
+        board_id: str,
+        player_id: str,
+        kind: str,
+        region: str | None,
+        before: str | None,
+        limit: int,
+    ) -> list[ArchivedResult]:
+        """A player's final standings in archived periods of `kind`, newest first, from just
+        before `before`: one backward range scan of archive_entries_history, `limit` rows."""
+        params = {
+            "b": board_id,
+            "player": player_id,
+            "k": kind,
+            "r": region or "",
+            "before": before,
+            "n": limit,
+        }
+        with self.db.session() as conn:  # one statement: no BEGIN/COMMIT round trips
+            query = _HISTORY_BEFORE if before is not None else _HISTORY_LATEST
+            rows = conn.execute(query, params).fetchall()
+        return [
+            ArchivedResult(period=r[0], rank=int(r[1]), score=_score(r[2]), total=int(r[3]))
+            for r in rows
+        ]
+
+
+@dataclass(frozen=True, slots=True)
+class ArchivedResult:
+    """How a player finished one archived period."""
+
+    period: str
+    rank: int
+    score: int | float
+    total: int
+
 
 _COUNT = (
     "SELECT count(*) FROM archive_entries"
     " WHERE board_id = %(b)s AND period = %(p)s AND region = %(r)s"
 )
-_POSITION = (
-    "SELECT position FROM archive_entries"
-    " WHERE board_id = %(b)s AND period = %(p)s AND region = %(r)s AND player_id = %(player)s"
+_POSITION = (  # archive_entries_history: the kind follows from the period
+    "SELECT position FROM archive_entries WHERE board_id = %(b)s AND player_id = %(player)s"
+    " AND kind = %(k)s AND region = %(r)s AND period = %(p)s"
 )
+_CHOSEN = (
+    "SELECT rank, player_id, score, metadata FROM archive_entries"
+    " WHERE board_id = %(b)s AND player_id = ANY(%(ids)s) AND kind = %(k)s AND region = %(r)s"
+    " AND period = %(p)s ORDER BY position"
+)
+# Totals join on their primary key: only finished periods have one, so a period still being
+# archived (or resumed after a cut-off run) never shows a partial total.
+# Two statements, not `(before IS NULL OR period < before)`: a generic plan could not use
+# that bound as an index condition and would filter its way down a long history instead.
+_HISTORY = (
+    "SELECT e.period, e.rank, e.score, t.entries FROM archive_entries e"
+    " JOIN archived_totals t"
+    "  ON t.board_id = e.board_id AND t.period = e.period AND t.region = e.region"
+    " WHERE e.board_id = %(b)s AND e.player_id = %(player)s AND e.kind = %(k)s"
+    " AND e.region = %(r)s{bound} ORDER BY e.period DESC LIMIT %(n)s"
+)
+_HISTORY_LATEST = _HISTORY.format(bound="")
+_HISTORY_BEFORE = _HISTORY.format(bound=" AND e.period < %(before)s")
 _RANGE = (
     "SELECT rank, player_id, score, metadata FROM archive_entries"
     " WHERE board_id = %(b)s AND period = %(p)s AND region = %(r)s"

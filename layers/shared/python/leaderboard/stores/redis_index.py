@@ -166,6 +166,26 @@ class Window:
     entries: tuple[Entry, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Chosen players of one board (period, region), in board order, ranked on the whole board."""
+
+    total: int
+    entries: tuple[Entry, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PeriodStanding:
+    """A player's place on one period (and region) of a board."""
+
+    kind: str
+    period: str
+    region: str | None
+    rank: int
+    score: int | float
+    total: int
+
+
 def _parse_record(record: str, replayed: bool) -> SubmitResult:
     head, *lines = record.split("\n")
     event_id, applied, version, now_ms, operation = head.split("\t")
@@ -216,6 +236,7 @@ class RedisIndex:
         self._hide_board = client.register_script(_script("hide_board"))
         self._periods = client.register_script(_script("periods"))
         self._purge_set = client.register_script(_script("purge_set"))
+        self._players = client.register_script(_script("players"))
 
     # --- writes -------------------------------------------------------------------------
     @guarded
@@ -466,6 +487,61 @@ class RedisIndex:
             player_position=None if position < 0 else position,
             entries=entries,
         )
+
+    @guarded
+    def players(
+        self, board_id: str, period: Period, region: str | None, player_ids: list[str]
+    ) -> Selection:
+        """Many players of one board in one read: the ones with an entry, in board order."""
+        keys = BoardKeys(board_id)
+        reply = self._players(
+            keys=[keys.cfg, keys.meta, keys.archived],
+            args=["many", keys.prefix, period.kind, period.id, region or "", *player_ids],
+        )
+        if reply[0] == "ERR":
+            raise _read_error(board_id, period, region, "", reply[1])
+        total, count = int(reply[1]), int(reply[2])
+        rows = reply[3 : 3 + 4 * count]
+        metas = reply[3 + 4 * count :]
+        found = sorted(
+            (
+                int(rows[i * 4 + 3]),
+                Entry(
+                    rank=int(rows[i * 4 + 2]),
+                    player_id=rows[i * 4],
+                    score=format_score(float(rows[i * 4 + 1])),
+                    metadata=json.loads(metas[i]) if metas[i] else None,
+                ),
+            )
+            for i in range(count)
+        )
+        return Selection(total=total, entries=tuple(entry for _, entry in found))
+
+    @guarded
+    def standings(
+        self, board_id: str, player_id: str, periods: list[Period], region: str | None
+    ) -> list[PeriodStanding]:
+        """A player on every given period the board keeps, globally and on its regional boards
+        (only `region`'s when given), in one read."""
+        keys = BoardKeys(board_id)
+        args: list[str] = ["standings", keys.prefix, player_id, region or ""]
+        for period in periods:
+            args += [period.kind, period.id]
+        reply = self._players(keys=[keys.cfg, keys.meta, keys.archived], args=args)
+        if reply[0] == "ERR":
+            raise _read_error(board_id, periods[0], region, player_id, reply[1])
+        rows = reply[2:]
+        return [
+            PeriodStanding(
+                kind=rows[i],
+                period=rows[i + 1],
+                region=rows[i + 2] or None,
+                score=format_score(float(rows[i + 3])),
+                rank=int(rows[i + 4]),
+                total=int(rows[i + 5]),
+            )
+            for i in range(0, 6 * int(reply[1]), 6)
+        ]
 
     @guarded
     def outbox_entries(

@@ -15,7 +15,7 @@ from leaderboard.domain.errors import NotFound
 from leaderboard.domain.periods import Period
 from leaderboard.domain.validation import format_score
 from leaderboard.stores.postgres import BoardRepository, Database
-from leaderboard.stores.redis_index import Entry, Window
+from leaderboard.stores.redis_index import Entry, PeriodStanding, Selection, Window
 
 _ORDER = {  # (sort, ties) -> the board's total order; fixed strings, never user input
     ("desc", "shared"): "s.score DESC, s.player_id DESC",
@@ -54,31 +54,11 @@ class PostgresReadModel:
         offset_or_rank: int = 0,
         player_id: str = "",
     ) -> Window:
-        board = self.board(board_id)
-        if period.kind not in board.periods:
-            raise NotFound(
-                f"board {board_id!r} does not keep {period.kind} periods", period=period.id
-            )
-        if region is not None and region not in (board.regions or ()):
-            raise NotFound(f"region {region!r} is not one of the board's regions", region=region)
-        order = _ORDER[(board.sort, board.ties)]
-        rank = "ROW_NUMBER()" if board.ties == "first" else "RANK()"
-        score_order = "s.score DESC" if board.sort == "desc" else "s.score ASC"
-        ranked = (
-            f"SELECT s.player_id, s.score, m.metadata,"  # noqa: S608 - fixed fragments only
-            f" {rank} OVER (ORDER BY {score_order if rank == 'RANK()' else order}) AS rank,"
-            f" ROW_NUMBER() OVER (ORDER BY {order}) - 1 AS position"
-            " FROM standings s LEFT JOIN player_metadata m"
-            " ON m.board_id = s.board_id AND m.player_id = s.player_id"
-            " WHERE s.board_id = %(b)s AND s.period = %(p)s AND s.region = %(r)s AND s.present"
-        )
+        board = self._scoped(board_id, period, region)
+        ranked = _ranked(board)
         params: dict[str, Any] = {"b": board_id, "p": period.id, "r": region or ""}
         with self.db.transaction() as conn:
-            total = conn.execute(
-                "SELECT count(*) FROM standings WHERE board_id = %(b)s AND period = %(p)s"
-                " AND region = %(r)s AND present",
-                params,
-            ).fetchone()
+            total = conn.execute(_TOTAL, params).fetchone()
             count = int(total[0]) if total else 0
             position = None
             if op in ("player", "around"):
@@ -100,16 +80,113 @@ class PostgresReadModel:
                 " WHERE position >= %(start)s AND position < %(end)s ORDER BY position",
                 params | {"start": start, "end": start + size},
             ).fetchall()
-        entries = tuple(
-            Entry(
-                rank=int(r[3]),
-                player_id=r[0],
-                score=format_score(float(r[1])),
-                metadata=r[2] if isinstance(r[2], dict) else (json.loads(r[2]) if r[2] else None),
-            )
-            for r in rows
-        )
+        entries = _entries(rows)
         return Window(total=count, start=start, player_position=position, entries=entries)
+
+    def players(
+        self, board_id: str, period: Period, region: str | None, player_ids: list[str]
+    ) -> Selection:
+        board = self._scoped(board_id, period, region)
+        params: dict[str, Any] = {"b": board_id, "p": period.id, "r": region or ""}
+        with self.db.transaction() as conn:
+            total = conn.execute(_TOTAL, params).fetchone()
+            rows = conn.execute(
+                f"SELECT player_id, score, metadata, rank FROM ({_ranked(board)}) w"  # noqa: S608
+                " WHERE player_id = ANY(%(ids)s) ORDER BY position",
+                params | {"ids": player_ids},
+            ).fetchall()
+        return Selection(total=int(total[0]) if total else 0, entries=_entries(rows))
+
+    def standings(
+        self, board_id: str, player_id: str, periods: list[Period], region: str | None
+    ) -> list[PeriodStanding]:
+        """The same answer as the index's: global first, then each region in the board's order;
+        one ranked query per period the player is on (an outage path, not the normal one)."""
+        board = self.board(board_id)
+        if region is not None and region not in (board.regions or ()):
+            raise NotFound(f"region {region!r} is not one of the board's regions", region=region)
+        regions = [None, region] if region else [None, *(board.regions or ())]
+        kept = [p for p in periods if p.kind in board.periods]
+        ranked = _ranked(board)
+        found: list[PeriodStanding] = []
+        with self.db.transaction() as conn:
+            present = {
+                (row[0], row[1])
+                for row in conn.execute(
+                    "SELECT period, region FROM standings WHERE board_id = %s AND player_id = %s"
+                    " AND period = ANY(%s) AND present",
+                    (board_id, player_id, [p.id for p in kept]),
+                ).fetchall()
+            }
+            for where in regions:
+                for period in kept:
+                    if (period.id, where or "") not in present:
+                        continue
+                    params = {"b": board_id, "p": period.id, "r": where or ""}
+                    total = conn.execute(_TOTAL, params).fetchone()
+                    row = conn.execute(
+                        f"SELECT score, rank FROM ({ranked}) w"  # noqa: S608
+                        " WHERE player_id = %(player)s",
+                        params | {"player": player_id},
+                    ).fetchone()
+                    if row is None or total is None:
+                        continue
+                    found.append(
+                        PeriodStanding(
+                            kind=period.kind,
+                            period=period.id,
+                            region=where,
+                            rank=int(row[1]),
+                            score=format_score(float(row[0])),
+                            total=int(total[0]),
+                        )
+                    )
+        return found
+
+    def _scoped(self, board_id: str, period: Period, region: str | None) -> BoardConfig:
+        """The board, if it keeps this period kind and region (the read script's checks)."""
+        board = self.board(board_id)
+        if period.kind not in board.periods:
+            raise NotFound(
+                f"board {board_id!r} does not keep {period.kind} periods", period=period.id
+            )
+        if region is not None and region not in (board.regions or ()):
+            raise NotFound(f"region {region!r} is not one of the board's regions", region=region)
+        return board
+
+
+_TOTAL = (
+    "SELECT count(*) FROM standings WHERE board_id = %(b)s AND period = %(p)s"
+    " AND region = %(r)s AND present"
+)
+
+
+def _ranked(board: BoardConfig) -> str:
+    """A period's rows with the board's ranks and 0-based positions, in its total order."""
+    order = _ORDER[(board.sort, board.ties)]
+    rank = "ROW_NUMBER()" if board.ties == "first" else "RANK()"
+    score_order = "s.score DESC" if board.sort == "desc" else "s.score ASC"
+    return (
+        f"SELECT s.player_id, s.score, m.metadata,"  # noqa: S608 - fixed fragments only
+        f" {rank} OVER (ORDER BY {score_order if rank == 'RANK()' else order}) AS rank,"
+        f" ROW_NUMBER() OVER (ORDER BY {order}) - 1 AS position"
+        " FROM standings s LEFT JOIN player_metadata m"
+        " ON m.board_id = s.board_id AND m.player_id = s.player_id"
+        " WHERE s.board_id = %(b)s AND s.period = %(p)s AND s.region = %(r)s AND s.present"
+    )
+
+
+def _entries(rows: list[Any]) -> tuple[Entry, ...]:
+    """(player_id, score, metadata, rank) rows as entries."""
+    return tuple(
+        Entry(
+            rank=int(r[3]),
+            player_id=r[0],
+            score=format_score(float(r[1])),
+            metadata=r[2] if isinstance(r[2], dict) else (json.loads(r[2]) if r[2] else None),
+        )
+        for r in rows
+    )
 
 
 def window_start(op: str, size: int, offset_or_rank: int, position: int | None, total: int) -> int:
