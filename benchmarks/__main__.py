@@ -2,7 +2,9 @@
 within a run: these machines are shared and noisy). Writes bench-results/results.json and
 bench-results/benchmarks.png, and prints a table per suite.
 
-BENCH_SIZES (default 10000,100000,1000000) sets the board sizes of the API suite,
+BENCH_SIZES (default 10000,100000,1000000) sets the board sizes of the API suite (the
+many-players and standings reads included), BENCH_HISTORY_PERIODS (default 500) the longest
+player history,
 BENCH_ENTRIES the rollover/rebuild size, BENCH_EVENTS the persister workload, BENCH_HTTP_PLAYERS
 (default 100000) and BENCH_HTTP_SUSTAINED_SECONDS (default 60) the `make run` HTTP suite.
 BENCH_LIVE_RATES (writes/s, default 1,100,1000), BENCH_LIVE_SUBSCRIBERS (default 1,100,1000) and
@@ -60,6 +62,7 @@ def main() -> int:
         http_stack,
         live_latency,
         persister_throughput,
+        player_history,
     )
 
     # `make run` under load first: it starts stores of its own, and the machine is quiet.
@@ -85,6 +88,10 @@ def main() -> int:
         apply_migrations(database_url)
         results["api"] = api_latency.run(valkey.url, _ints("BENCH_SIZES", "10000,100000,1000000"))
         results["api_summary"] = api_latency.summary(results["api"])
+        results["history"] = player_history.run(
+            database_url, periods=_ints("BENCH_HISTORY_PERIODS", "500")[0]
+        )
+        results["history_summary"] = player_history.summary(results["history"])
         results["persister"] = persister_throughput.run(
             database_url, events=_ints("BENCH_EVENTS", "100000")[0]
         )
@@ -110,6 +117,8 @@ def main() -> int:
     _table("Live updates targets", results["live_targets"])
     _table("API operations through the real handlers vs the bare redis-py floor", results["api"])
     print("summary:", json.dumps(results["api_summary"], default=str))
+    _table("Player history pages from the archive vs the bare psycopg floor", results["history"])
+    print("summary:", json.dumps(results["history_summary"], default=str))
     _table("Persister vs a raw COPY of the same rows", results["persister"])
     for line in persister_throughput.target_lines(results["persister"]):
         print(line)

@@ -8,6 +8,9 @@ is paired with the floor: the very Lua script the service runs, with the same ke
 called through redis-py on the same client and connection, with no framework around it. The
 keys and arguments of the floor are checked against what the handler really sends.
 
+The player-centred reads (issue 13) are here too: many players at once at 1, 10 and 100 ids
+and one player on every period, each one script call like the others.
+
 Per operation: p50/p99 of both, their ratio, the Redis round trips of one handler call (sends on
 the socket) and the commands Redis executed for it (INFO commandstats deltas: the EVALSHA and
 every command the script ran).
@@ -56,6 +59,10 @@ READ_OPS = (
     "player",
     "around_count100",
     "periods",
+    "players_ids1",
+    "players_ids10",
+    "players_ids100",
+    "standings",
 )
 SUBMIT_OPS = tuple(f"submit_{mode}" for mode in MODES)
 TARGET_P50_RATIO, TARGET_P99_RATIO, TARGET_FLATNESS = 3.0, 5.0, 1.5
@@ -282,6 +289,28 @@ def _read_call(
     return _Call(api.read, event, index._read, script_keys, [*args, ALL_TIME])
 
 
+def _players_call(api: _Api, board_id: str, ids: list[str]) -> _Call:
+    """Many players through the handler, and the script call RedisIndex.players makes."""
+    keys = BoardKeys(board_id)
+    event = _event(api, "GET", f"/boards/{board_id}/players", "ids=" + ",".join(ids))
+    args = ["many", keys.prefix, ALL_TIME, ALL_TIME, "", *ids]
+    return _Call(
+        api.read, event, api.read.index._players, [keys.cfg, keys.meta, keys.archived], args
+    )
+
+
+def _standings_call(api: _Api, board_id: str, player: str) -> _Call:
+    """One player on every current period, and the script call RedisIndex.standings makes."""
+    keys = BoardKeys(board_id)
+    event = _event(api, "GET", f"/boards/{board_id}/players/{player}/standings")
+    args = ["standings", keys.prefix, player, ""]
+    for kind, period in current_periods(datetime.now(UTC)).items():
+        args += [kind, period.id]
+    return _Call(
+        api.read, event, api.read.index._players, [keys.cfg, keys.meta, keys.archived], args
+    )
+
+
 def _submit_call(api: _Api, board_id: str, player: str, score: int) -> _Call:
     """A submission through the handler, and the script call RedisIndex.submit makes for it
     (no Idempotency-Key, no region)."""
@@ -348,10 +377,23 @@ def _operations(api: _Api, boards: dict[str, str], size: int) -> list[_Op]:
     def periods(rng: random.Random) -> _Call:
         return _read_call(api, board, "/periods", "", [], periods=True)
 
+    def players(count: int) -> Callable[[random.Random], _Call]:
+        # Distinct ids, a tenth of them without an entry (friends who never played this board).
+        def make(rng: random.Random) -> _Call:
+            ids = [f"p{i}" for i in rng.sample(range(size), count)]
+            ids = [f"x{i}" if n % 10 == 9 else i for n, i in enumerate(ids)]
+            return _players_call(api, board, ids)
+
+        return make
+
+    def standings(rng: random.Random) -> _Call:
+        return _standings_call(api, board, f"p{rng.randrange(0, size, 10)}")  # also this week
+
     def submit(board_id: str) -> Callable[[random.Random], _Call]:
         return lambda rng: _submit_call(api, board_id, player(rng), rng.randint(1, 1_000_000))
 
     makers = [page(10), page(100), around_rank, one_player, around, periods]
+    makers += [players(1), players(10), players(100), standings]
     makers += [submit(boards[mode]) for mode in MODES]
     return [_Op(name, make) for name, make in zip(READ_OPS + SUBMIT_OPS, makers, strict=True)]
 
@@ -392,7 +434,9 @@ def _verify_floor(op: _Op, rng: random.Random) -> None:
     call = op.make(rng)
     index = call.function.index
     attribute = next(
-        name for name in ("_read", "_periods", "_submit") if getattr(index, name) is call.script
+        name
+        for name in ("_read", "_periods", "_players", "_submit")
+        if getattr(index, name) is call.script
     )
     with _recording(index, attribute) as calls:
         response = _invoke(call)

@@ -161,7 +161,9 @@ class ArchiveStore:
         """Many players of an archived board, in board order (one index probe per id)."""
         params = {"b": board_id, "p": period.id, "k": period.kind, "r": region or ""}
         with self.db.transaction() as conn:
-            total_row = conn.execute(_COUNT, params).fetchone()
+            # The size stored when the period was archived: a key lookup, not a count. No row:
+            # that board had no entries.
+            total_row = conn.execute(_ARCHIVED_TOTAL, params).fetchone()
             rows = conn.execute(_CHOSEN, params | {"ids": player_ids}).fetchall()
         return Selection(
             total=int(total_row[0]) if total_row else 0,
@@ -211,6 +213,10 @@ class ArchivedResult:
 
 _COUNT = (
     "SELECT count(*) FROM archive_entries"
+    " WHERE board_id = %(b)s AND period = %(p)s AND region = %(r)s"
+)
+_ARCHIVED_TOTAL = (
+    "SELECT entries FROM archived_totals"
     " WHERE board_id = %(b)s AND period = %(p)s AND region = %(r)s"
 )
 _POSITION = (  # archive_entries_history: the kind follows from the period
