@@ -10,7 +10,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 export PYTHONPATH := $(CURDIR)/layers/shared/python:$(CURDIR)
 
 .PHONY: help setup run test lint typecheck validate unit token invoke build lock clean browser \
-	bench runtime-python chaos soak fuzz
+	bench runtime-python chaos soak fuzz lambda-image sam-env sam-invoke
 
 help:
 	@echo "make run     start the whole system locally (API on http://127.0.0.1:3000)"
@@ -18,6 +18,10 @@ help:
 	@echo "make token   print bearer tokens for the local stack"
 	@echo "make invoke FN=api_read EVENT=events/api_read_entries.json  run one function (stack running)"
 	@echo "make build   sam build (python3.13/arm64 layers, no Docker needed)"
+	@echo "make sam-invoke FN=api_read EVENT=events/api_read_entries.json  sam local invoke in Docker"
+	@echo "             (stack running; local image, no registry; ARCH=x86_64: no emulation; PULL=1: AWS's image)"
+	@echo "make lambda-image   build the local python3.13 Lambda image (Docker; cached)"
+	@echo "make sam-env        write .local/sam-env.json, the --env-vars file for the running stack"
 	@echo "make bench   benchmarks on embedded real stores (BENCH_ENTRIES=1000000)"
 	@echo "make fuzz    schemathesis on the local stack from docs/openapi.json (FUZZ_EXAMPLES=2000, FUZZ_SEED=n)"
 	@echo "make chaos   faults under load, then an independent checker (bench-results/chaos.json)"
@@ -96,6 +100,19 @@ chaos: setup
 SOAK_SECONDS ?= 600
 soak: setup
 	$(PY) -m chaos soak --seconds $(SOAK_SECONDS)
+
+# `sam local invoke` for real, in Docker (docs/deploy.md). Without registry access the image is
+# built here from Debian's python3.13 and awslambdaric; as root with apt, the engine, qemu and
+# debootstrap are installed and started when missing.
+lambda-image: setup
+	@$(PY) -m devstack lambda-image --arch $(or $(ARCH),arm64)
+
+sam-env: setup
+	@$(PY) -m devstack sam-env
+
+sam-invoke: setup
+	@test -n "$(FN)" -a -n "$(EVENT)" || (echo "usage: make sam-invoke FN=<function> EVENT=events/<file>.json [PULL=1]" && exit 2)
+	@$(PY) -m devstack sam-invoke $(FN) $(EVENT) $(if $(PULL),--pull,) --arch $(or $(ARCH),arm64)
 
 # The Lambda runtime's CPython, to compile the layers' bytecode: python3.13 on PATH, else a
 # pyenv-installed 3.13. Without one the layers ship sources only (slower cold starts).

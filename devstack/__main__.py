@@ -1,4 +1,5 @@
-"""`python -m devstack run | token | invoke`: what `make run`, `make token` and `make invoke` do."""
+"""`python -m devstack run | token | invoke | lambda-image | sam-env | sam-invoke`: what
+`make run`, `make token`, `make invoke`, `make lambda-image` and `make sam-invoke` do."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import logging
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -96,6 +98,60 @@ def invoke(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stack_env() -> dict[str, str]:
+    state_file = default_data_dir() / "stack.json"
+    if not state_file.exists():
+        raise SystemExit("the local stack is not running: start it with `make run` first")
+    env: dict[str, str] = json.loads(state_file.read_text())["env"]
+    return env
+
+
+def lambda_image(args: argparse.Namespace) -> int:
+    """Make Docker able to run the functions here, and build (or reuse) the local image."""
+    from devstack import sam_local
+
+    problem = sam_local.engine_problem(args.arch)
+    if problem:
+        print(f"Docker cannot run {args.arch} Lambda containers here: {problem}", file=sys.stderr)
+        return 1
+    print(sam_local.build_image(args.arch))
+    return 0
+
+
+def sam_env(args: argparse.Namespace) -> int:
+    """The --env-vars file for `sam local invoke`, pointing at the running local stack."""
+    from devstack import sam_local
+
+    host = sam_local.docker_host_address() if args.docker else "127.0.0.1"
+    path = sam_local.write_env_vars(_stack_env(), Path(args.out), host)
+    print(path)
+    return 0
+
+
+def sam_invoke(args: argparse.Namespace) -> int:
+    """`sam local invoke` in Docker: the functions built for `--arch` (arm64 as deployed, under
+    emulation on other machines; x86_64, the local override), run in the images built here
+    (runtime plus the function's layers), or with --pull in AWS's own image."""
+    from devstack import sam_local
+
+    function = _function_name(args.function)
+    if problem := sam_local.engine_problem(args.arch):
+        raise SystemExit(f"Docker cannot run {args.arch} Lambda containers here: {problem}")
+    built = sam_local.build_functions(args.arch, ROOT / ".aws-sam" / f"local-{args.arch}")
+    image, template = None, built
+    if not args.pull:
+        image = sam_local.function_images(built, args.arch)[function]
+        template = sam_local.invocation_template(built, args.arch)
+    stack_env = _stack_env()
+    host = sam_local.docker_host_address()
+    env_file = sam_local.write_env_vars(stack_env, default_data_dir() / "sam-env.json", host)
+    cmd = sam_local.invoke_command(
+        function, Path(args.event), template=template, env_file=env_file, image=image
+    )
+    with sam_local.LoopbackForwarder(host, sam_local.store_ports(stack_env)):
+        return subprocess.run(cmd, env=sam_local.sam_environment(), check=False).returncode
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="devstack", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -108,6 +164,21 @@ def main(argv: list[str] | None = None) -> int:
     inv.add_argument("function", help="logical id (ApiReadFunction) or folder (api_read)")
     inv.add_argument("event", help="path of an events/*.json file")
     inv.set_defaults(func=invoke)
+    img = sub.add_parser("lambda-image", help="build the local python3.13 Lambda image")
+    img.add_argument("--arch", default="arm64", choices=["arm64", "x86_64"])
+    img.set_defaults(func=lambda_image)
+    env = sub.add_parser("sam-env", help="write the --env-vars file for the running stack")
+    env.add_argument("--out", default=str(default_data_dir() / "sam-env.json"))
+    env.add_argument(
+        "--docker", action="store_true", help="URLs as containers see the host (not 127.0.0.1)"
+    )
+    env.set_defaults(func=sam_env)
+    sam = sub.add_parser("sam-invoke", help="sam local invoke in Docker against the local stack")
+    sam.add_argument("function", help="logical id (ApiReadFunction) or folder (api_read)")
+    sam.add_argument("event", help="path of an events/*.json file")
+    sam.add_argument("--pull", action="store_true", help="use AWS's image (registry access)")
+    sam.add_argument("--arch", default="arm64", choices=["arm64", "x86_64"])
+    sam.set_defaults(func=sam_invoke)
     args = parser.parse_args(argv)
     os.chdir(ROOT)
     result: int = args.func(args)
