@@ -489,13 +489,21 @@ class LoopbackForwarder:
             self._servers.append(future.result(timeout=10))
         return self
 
+    async def _shutdown(self) -> None:
+        for server in self._servers:
+            server.close()
+        relays = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in relays:
+            task.cancel()
+        await asyncio.gather(*relays, return_exceptions=True)
+
     def __exit__(self, *exc: object) -> None:
         if not self._thread.is_alive():
             return
-        for server in self._servers:
-            self._loop.call_soon_threadsafe(server.close)
+        asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(timeout=10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
+        self._loop.close()
 
 
 EMULATED_TIMEOUT = 180  # seconds: cold starts under qemu take several times longer

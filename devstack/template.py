@@ -54,6 +54,19 @@ class Route:
         return None if found is None else found.groupdict()
 
 
+# What the local stack sets on every function besides the template's own variables.
+LOCAL_ONLY_VARIABLES = (
+    "DATABASE_URL",
+    "SQS_ENDPOINT_URL",
+    "AWS_DEFAULT_REGION",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "POWERTOOLS_TRACE_DISABLED",
+    "POWERTOOLS_DEV",
+    "POWERTOOLS_METRICS_DISABLED",
+)
+
+
 @dataclass(frozen=True)
 class FunctionSpec:
     name: str
@@ -73,16 +86,7 @@ class FunctionSpec:
             elif key in local:
                 env[key] = local[key]
         # The local stack hands over a full DATABASE_URL instead of a host and a secret.
-        for key in (
-            "DATABASE_URL",
-            "SQS_ENDPOINT_URL",
-            "AWS_DEFAULT_REGION",
-            "AWS_ACCESS_KEY_ID",
-            "AWS_SECRET_ACCESS_KEY",
-            "POWERTOOLS_TRACE_DISABLED",
-            "POWERTOOLS_DEV",
-            "POWERTOOLS_METRICS_DISABLED",
-        ):
+        for key in LOCAL_ONLY_VARIABLES:
             if key in local:
                 env[key] = local[key]
         return env

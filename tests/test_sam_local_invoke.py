@@ -53,6 +53,18 @@ def built(image: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return sam_local.build_functions(NATIVE, tmp_path_factory.mktemp("sam-local") / "build")
 
 
+def _sam(command: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=sam_local.sam_environment(),
+        timeout=600,
+        check=False,
+    )
+
+
 @pytest.fixture(scope="module")
 def stack(image: str) -> Iterator[Stack]:
     base = Path(tempfile.mkdtemp(prefix="lb-sam-"))
@@ -176,16 +188,10 @@ def test_every_function_runs_in_a_container_through_sam_local_invoke(
     def run(step: tuple[str, Path, Callable[[Any], bool], Callable[[], bool]]) -> None:
         function, event, answered, happened = step
         started = time.monotonic()
-        proc = subprocess.run(
+        proc = _sam(
             sam_local.invoke_command(
                 function, event, template=template, env_file=env_file, image=images[function]
-            ),
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            env=sam_local.sam_environment(),
-            timeout=600,
-            check=False,
+            )
         )
         timings[function] = round(time.monotonic() - started, 1)
         assert proc.returncode == 0, (function, proc.stderr[-3000:])
@@ -228,15 +234,7 @@ def test_the_deployed_architecture_runs_under_emulation(
         image=sam_local.function_images(built, "arm64")["ApiReadFunction"],
     )
     with sam_local.LoopbackForwarder(host, sam_local.store_ports(state["env"])):
-        proc = subprocess.run(
-            command,
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            env=sam_local.sam_environment(),
-            timeout=600,
-            check=False,
-        )
+        proc = _sam(command)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = sam_local.parse_output(proc.stdout)
     assert result["statusCode"] == 200, result
@@ -257,7 +255,7 @@ def test_the_env_vars_file_points_every_function_at_the_stack_as_containers_see_
     """No Docker needed: the file SAM gets names every function, rewrites the stack's loopback
     URLs (user@host forms included) to the address containers reach, and only uses variables
     the template declares (SAM drops the others)."""
-    from devstack.template import load
+    from devstack.template import LOCAL_ONLY_VARIABLES, load
 
     stack_env = {
         "REDIS_URL": "redis://127.0.0.1:6390/0",
@@ -270,14 +268,7 @@ def test_the_env_vars_file_points_every_function_at_the_stack_as_containers_see_
     functions = load().functions
     assert set(files) == set(functions)
     for name, variables in files.items():
-        assert set(variables) <= set(functions[name].environment) | {
-            "AWS_DEFAULT_REGION",
-            "AWS_ACCESS_KEY_ID",
-            "AWS_SECRET_ACCESS_KEY",
-            "POWERTOOLS_TRACE_DISABLED",
-            "POWERTOOLS_DEV",
-            "POWERTOOLS_METRICS_DISABLED",
-        }, name
+        assert set(variables) <= set(functions[name].environment) | set(LOCAL_ONLY_VARIABLES), name
         assert variables["DATABASE_URL"] == "postgresql://postgres@172.17.0.1:5999/leaderboard"
         assert variables["REDIS_URL"] == "redis://172.17.0.1:6390/0"
         assert variables["SQS_ENDPOINT_URL"] == "http://172.17.0.1:4100"
