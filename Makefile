@@ -9,12 +9,14 @@ export PYTHONDONTWRITEBYTECODE := 1
 # The shared layer is importable exactly as Lambda mounts it (/opt/python).
 export PYTHONPATH := $(CURDIR)/layers/shared/python:$(CURDIR)
 
-.PHONY: help setup run test lint typecheck validate unit token invoke build lock clean browser \
+.PHONY: help setup run test test-fast test-random lint typecheck validate unit token invoke build lock clean browser \
 	bench runtime-python chaos soak fuzz lambda-image sam-env sam-invoke
 
 help:
 	@echo "make run     start the whole system locally (API on http://127.0.0.1:3000)"
-	@echo "make test    lint, type-check, validate the template and run every test"
+	@echo "make test    lint, type-check, validate the template and run every test (in parallel)"
+	@echo "make test-fast   the tests that need no server, in seconds (the inner loop)"
+	@echo "make test-random the whole suite twice, each time in a new random order"
 	@echo "make token   print bearer tokens for the local stack"
 	@echo "make invoke FN=api_read EVENT=events/api_read_entries.json  run one function (stack running)"
 	@echo "make build   sam build (python3.13/arm64 layers, no Docker needed)"
@@ -64,10 +66,28 @@ typecheck: setup
 validate: setup
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/sam validate --lint
 
+# The suite in parallel: TEST_WORKERS pytest-xdist workers (the tests mostly wait on servers
+# and subprocesses, so more workers than cores pay), each with servers of its own; a file's
+# tests stay on one worker (their module fixtures start once). Coverage is combined over all.
+TEST_WORKERS ?= 4
+PARALLEL = $(if $(filter 0 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+COVERAGE = --cov --cov-report=term --cov-fail-under=85
+
 unit: setup
-	$(PY) -m pytest --cov --cov-report=term --cov-fail-under=85 $(PYTEST_ARGS)
+	$(PY) -m pytest $(PARALLEL) $(COVERAGE) $(PYTEST_ARGS)
 
 test: lint typecheck validate browser unit
+
+# The inner loop: every test that needs no server (no Valkey, PostgreSQL, SQS or event API,
+# no stack) and is not slow. TEST_NO_SERVERS=1 makes starting a server fail the test.
+test-fast: setup
+	TEST_NO_SERVERS=1 $(PY) -m pytest -q -m "not server and not slow" $(PYTEST_ARGS)
+
+# No hidden order dependence: the whole suite twice in a row, each time in a new random order
+# (pytest-randomly; a failure prints the seed: PYTEST_ARGS="-p randomly --randomly-seed=N").
+test-random: setup
+	$(PY) -m pytest $(PARALLEL) -p randomly $(PYTEST_ARGS)
+	$(PY) -m pytest $(PARALLEL) -p randomly $(PYTEST_ARGS)
 
 # Chromium for the demo page's browser test, from the OS packages (never a browser download).
 # CI must have it: there a failed install fails the build; elsewhere the test is skipped.
@@ -86,11 +106,11 @@ browser:
 bench: setup
 	$(PY) -m benchmarks
 
-# tests/test_fuzz.py at length: FUZZ_EXAMPLES generated cases per operation and scope (a bounded,
+# tests/e2e/test_fuzz.py at length: FUZZ_EXAMPLES generated cases per operation and scope (a bounded,
 # derandomized run is part of `make test`), a fresh seed each run unless FUZZ_SEED is set, and
 # the stateful sequences. A failure prints its seed and the curl command that reproduces it.
 fuzz: setup
-	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-2000} $(PY) -m pytest tests/test_fuzz.py -q $(PYTEST_ARGS)
+	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-2000} $(PY) -m pytest tests/e2e/test_fuzz.py -q $(PYTEST_ARGS)
 
 # Faults in turn under concurrent load, then chaos/checker.py verifies from the outside
 # (docs/chaos.md). The functions' logs go to bench-results/chaos-run.log.

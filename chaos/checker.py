@@ -1,6 +1,6 @@
 """The independent checker: what the chaos run proves, worked out from the outside.
 
-It shares no code with the service (tests/test_chaos_checker.py holds it to that: it imports
+It shares no code with the service (tests/chaos/test_chaos_checker.py holds it to that: it imports
 neither `leaderboard` nor `devstack`). It reads PostgreSQL with raw SQL and Redis with raw
 commands on the keys docs/architecture.md documents, and keeps its own model of the
 submissions, from the rules in docs/API.md:

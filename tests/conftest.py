@@ -1,7 +1,12 @@
-"""Real servers for the whole session: Valkey, PostgreSQL and an SQS endpoint.
+"""Real servers for the whole session, one set per pytest-xdist worker: Valkey, PostgreSQL, an
+SQS endpoint and the live event API, each started the first time a test asks for it.
 
-With REDIS_URL / DATABASE_URL set, those servers are used instead of embedded ones. Tests never
+With REDIS_URL / DATABASE_URL set, those servers are shared instead, each worker on its own
+share: Redis database number n + the URL's, and a PostgreSQL database of its own. Tests never
 flush a shared server: every test works on boards of its own (the `board_id` fixture).
+
+Where a new test goes: next to what it guards (README, "Development"). `make test-fast`
+(TEST_NO_SERVERS=1) runs only the tests that need no server, and refuses to start one.
 """
 
 from __future__ import annotations
@@ -9,17 +14,22 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
+import psycopg
 import pytest
 from hypothesis import HealthCheck, settings
 
+from devstack import servers
 from devstack.servers import EmbeddedPostgres, EmbeddedValkey, LocalEventApi, LocalSQS
-from leaderboard.domain.boards import parse_board_request
 from leaderboard.stores.postgres import apply_migrations
 from leaderboard.stores.redis_client import connect
 from leaderboard.stores.redis_index import RedisIndex
+from tests.support.api import InProcessApi
+from tests.support.boards import ListSink, MovableClock
 
 settings.register_profile(
     "ci", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow]
@@ -29,11 +39,79 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+# A test that asks for one of these (directly or through another fixture) needs a server.
+SERVER_FIXTURES = frozenset({"redis_url", "database_url", "sqs", "event_api"})
+# Markers of tests that start whole stacks or clusters of their own.
+SERVER_MARKERS = ("server", "e2e", "cluster")
+NO_SERVERS = os.environ.get("TEST_NO_SERVERS") == "1"
+# The files that take longest, started first so that no worker is handed a long one at the end
+# while the others sit idle. Refresh the list from `make test PYTEST_ARGS=--durations=30`.
+SLOW_FIRST = (
+    "devstack/test_sam_local_invoke.py",
+    "chaos/test_chaos_smoke.py",
+    "services/test_reference_model.py",
+    "e2e/test_fuzz.py",
+    "e2e/test_demo_page.py",
+    "e2e/test_e2e_local_stack.py",
+    "benchmarks/test_bench_persister_coldstart_smoke.py",
+    "benchmarks/test_bench_live_smoke.py",
+    "benchmarks/test_bench_http_smoke.py",
+)
+
+
+def worker_number() -> int:
+    """0 for gw0 (and without xdist), 1 for gw1, ..."""
+    return int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(__file__).parent
+    for item in items:
+        if set(item.fixturenames) & SERVER_FIXTURES or any(
+            item.get_closest_marker(name) for name in SERVER_MARKERS
+        ):
+            item.add_marker(pytest.mark.server)
+    if config.pluginmanager.hasplugin("randomly") and config.getoption("randomly_reorganize"):
+        return  # make test-random: pytest-randomly's order, nothing first
+
+    def rank(item: pytest.Item) -> int:
+        where = item.path.relative_to(root).as_posix()
+        return SLOW_FIRST.index(where) if where in SLOW_FIRST else len(SLOW_FIRST)
+
+    items.sort(key=rank)  # stable: within a rank, the files and tests keep their order
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _servers_only_where_allowed() -> Iterator[None]:
+    """Under `make test-fast`, starting any server (an embedded Valkey or PostgreSQL, the SQS
+    endpoint, the event API) fails the test: it belongs to `make test`, marked `server`."""
+    if not NO_SERVERS:
+        yield
+        return
+    spawn = servers._spawn
+
+    def refuse(argv: list[str], **kwargs: Any) -> Any:
+        raise AssertionError(
+            f"make test-fast starts no server, but this test started {argv[0]!r}: "
+            "mark it `server` (or use a server fixture) so only `make test` runs it"
+        )
+
+    servers._spawn = refuse  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        servers._spawn = spawn  # type: ignore[assignment]
+
 
 @pytest.fixture(scope="session")
 def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if os.environ.get("REDIS_URL"):
-        yield os.environ["REDIS_URL"]
+    shared = os.environ.get("REDIS_URL")
+    if shared:
+        parts = urlsplit(shared)
+        db = int(parts.path.strip("/") or 0) + worker_number()
+        if db > 15:
+            pytest.fail(f"REDIS_URL: worker {worker_number()} would need database {db} (0-15)")
+        yield urlunsplit(parts._replace(path=f"/{db}"))
         return
     with EmbeddedValkey(tmp_path_factory.mktemp("valkey")) as server:
         yield server.url
@@ -41,10 +119,19 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if os.environ.get("DATABASE_URL"):
-        url = os.environ["DATABASE_URL"]
+    shared = os.environ.get("DATABASE_URL")
+    if shared:
+        # A database of this worker's own on the shared server, new each session.
+        parts = urlsplit(shared)
+        name = f"{parts.path.strip('/') or 'postgres'}_test_gw{worker_number()}"
+        with psycopg.connect(shared, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            conn.execute(f'CREATE DATABASE "{name}"')
+        url = urlunsplit(parts._replace(path=f"/{name}"))
         apply_migrations(url)
         yield url
+        with psycopg.connect(shared, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         return
     with EmbeddedPostgres() as server:  # its own temp dir, reachable by the postgres user
         url = server.create_database("leaderboard_test")
@@ -80,101 +167,14 @@ def board_id() -> str:
     return f"t-{uuid.uuid4().hex[:16]}"
 
 
-class MovableClock:
-    """A clock tests move by hand."""
-
-    def __init__(self, start: datetime) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> None:
-        self.now += timedelta(**delta)
-
-
 @pytest.fixture
 def clock() -> MovableClock:
     return MovableClock(datetime(2026, 11, 22, 12, 0, tzinfo=UTC))
 
 
-class ListSink:
-    """Collects events instead of sending them (for tests of the Redis side only)."""
-
-    def __init__(self) -> None:
-        self.events: list[Any] = []
-
-    def send(self, event: Any) -> None:
-        self.events.append(event)
-
-
 @pytest.fixture
 def sink() -> ListSink:
     return ListSink()
-
-
-def publish(index: RedisIndex, board_id: str, **rules: Any) -> Any:
-    board = parse_board_request(
-        board_id, rules, None, has_entries=False, now_iso="2026-11-22T00:00:00Z"
-    )
-    index.publish_board(board)
-    return board
-
-
-class InProcessApi:
-    """The API exactly as the local gateway serves it (template routes, JWT authorizer,
-    payload-2.0 events), with the handlers called in this process."""
-
-    SECRET = "test-secret-not-used-anywhere-else"
-
-    def __init__(self, local_env: dict[str, str]) -> None:
-        from devstack.gateway import LocalApi
-        from devstack.runtime import load_handler, make_context
-        from devstack.template import load
-
-        template = load()
-        for spec in template.functions.values():
-            os.environ.update(spec.resolved_environment(local_env))
-        handlers = {name: load_handler(spec) for name, spec in template.functions.items()}
-        self.template = template
-
-        def invoke(function: str, event: dict[str, Any]) -> Any:
-            return handlers[function](event, make_context(template.functions[function]))
-
-        self.api = LocalApi(template, invoke, self.SECRET)
-
-    def token(self, sub: str, scopes: str = "") -> str:
-        from devstack import tokens
-
-        return tokens.mint(self.SECRET, sub, scopes)
-
-    def call(
-        self,
-        method: str,
-        path: str,
-        body: Any = None,
-        *,
-        token: str | None = None,
-        headers: dict[str, str] | None = None,
-        raw: bytes | None = None,
-        contract: bool = True,
-    ) -> Any:
-        """The gateway's reply; unless `contract` is False, a reply docs/openapi.json does not
-        describe (status, headers, body) fails the calling test (tests/openapi_contract.py)."""
-        import json as _json
-
-        from tests.openapi_contract import check_reply
-
-        sent = dict(headers or {})
-        if token:
-            sent["authorization"] = f"Bearer {token}"
-        payload = raw if raw is not None else (b"" if body is None else _json.dumps(body).encode())
-        if payload:
-            sent.setdefault("content-type", "application/json")
-        reply = self.api.handle(method, path, sent, payload)
-        if contract:
-            check_reply(self.template, method, path, reply)
-        return reply
 
 
 @pytest.fixture(scope="session")
@@ -220,26 +220,3 @@ def session_index(redis_url: str) -> Iterator[RedisIndex]:
     client = connect(redis_url)
     yield RedisIndex(client)
     client.close()
-
-
-def drain_queue(sqs: LocalSQS, queue_url: str, invoke: Any) -> int:
-    """Deliver everything in the queue to the persister the way the event source would."""
-    from devstack.queue_consumer import sqs_record
-
-    client = sqs.client()
-    arn = client.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
-        "Attributes"
-    ]["QueueArn"]
-    delivered = 0
-    while True:
-        messages = client.receive_message(
-            QueueUrl=queue_url, MaxNumberOfMessages=10, AttributeNames=["All"]
-        ).get("Messages", [])
-        if not messages:
-            return delivered
-        response = invoke({"Records": [sqs_record(m, arn, "us-east-1") for m in messages]})
-        failed = {f["itemIdentifier"] for f in response.get("batchItemFailures", [])}
-        for message in messages:
-            if message["MessageId"] not in failed:
-                client.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
-                delivered += 1

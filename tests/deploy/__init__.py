@@ -1,0 +1,1 @@
+"""Deployment: template.yaml's rules, cold-start imports, and `sam build` of the layers."""

@@ -1,0 +1,421 @@
+"""Hostile and odd credentials over real HTTP: the local gateway (devstack.gateway.HttpGateway on
+a socket, the handlers and the embedded stores behind it) refuses every token API Gateway's JWT
+authorizer would refuse with the documented 401, refuses missing scopes with 403, and answers
+oversized heads with 431: never a 5xx, never a function call, never a change.
+
+What is refused and why is in docs/API.md, "Authentication".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import functools
+import hashlib
+import hmac
+import http.client
+import json
+import socket
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from devstack import tokens
+from devstack.gateway import MAX_HEAD, HttpGateway, LocalApi
+from devstack.runtime import EventLoopThread, Invocation
+from tests.support.openapi_contract import check_response
+
+SUBMIT = "/boards/{board_id}/scores"
+
+
+@dataclass
+class Gateway:
+    host: str
+    port: int
+    board: str
+    secret: str
+    calls: list[str] = field(default_factory=list)  # functions the gateway invoked
+
+    def request(
+        self, method: str, path: str, headers: list[tuple[str, str]], body: Any = None
+    ) -> tuple[int, dict[str, str], bytes]:
+        """One request on a fresh connection; `headers` may repeat a name."""
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=10)
+        try:
+            payload = b"" if body is None else json.dumps(body).encode()
+            connection.putrequest(method, path)
+            for name, value in [*headers, ("Content-Type", "application/json")]:
+                connection.putheader(name, value)
+            connection.putheader("Content-Length", str(len(payload)))
+            connection.endheaders(payload)
+            response = connection.getresponse()
+            headers_in = {k.lower(): v for k, v in response.getheaders()}
+            return response.status, headers_in, response.read()
+        finally:
+            connection.close()
+
+    def submit(self, authorization: list[str], player: str = "p-1") -> tuple[int, dict, bytes]:
+        path = f"/boards/{self.board}/scores"
+        headers = [("Authorization", value) for value in authorization]
+        return self.request("POST", path, headers, {"player_id": player, "score": 5})
+
+    def score(self, player: str) -> Any:
+        status, _, body = self.request("GET", f"/boards/{self.board}/players/{player}", [])
+        return json.loads(body).get("score") if status == 200 else None
+
+
+@pytest.fixture(scope="module")
+def gateway(api: Any) -> Iterator[Gateway]:
+    """The gateway on a socket in front of the real handlers (in this process, the session's
+    embedded stores), with one board that has a score for p-1."""
+    board = f"auth-{int(time.time() * 1000) % 10**9}"
+    admin = api.token("ops", "leaderboard/admin")
+    assert api.call("PUT", f"/boards/{board}", {"title": "Auth edges"}, token=admin).status == 201
+    server = api.token("game-server", "leaderboard/server")
+    body = {"player_id": "p-1", "score": 10}
+    assert api.call("POST", f"/boards/{board}/scores", body, token=server).status == 200
+
+    loop = EventLoopThread("test-auth-edges")
+    state = Gateway("", 0, board, api.SECRET)
+
+    async def ainvoke(function: str, event: dict[str, Any]) -> Invocation:
+        state.calls.append(function)
+        started = time.perf_counter()
+        result = await asyncio.to_thread(api.api.invoke, function, event)
+        return Invocation(result, (time.perf_counter() - started) * 1000)
+
+    server_ = HttpGateway(LocalApi(api.template, api.api.invoke, api.SECRET, ainvoke=ainvoke))
+    state.host, state.port = asyncio.run_coroutine_threadsafe(
+        server_.start("127.0.0.1", 0), loop.loop
+    ).result()
+    yield state
+    asyncio.run_coroutine_threadsafe(server_.close(), loop.loop).result(5)
+    loop.stop()
+
+
+# --- tokens made by hand ---------------------------------------------------------------------
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _claims(**changes: Any) -> dict[str, Any]:
+    """Valid player claims, with `changes` applied (a value of ... removes the claim)."""
+    now = int(time.time())
+    claims = {
+        "sub": "p-1",
+        "iss": tokens.issuer(),
+        "aud": tokens.audience(),
+        "iat": now - 5,
+        "exp": now + 600,
+    }
+    claims.update(changes)
+    return {k: v for k, v in claims.items() if v is not ...}
+
+
+def _jws(
+    header: dict[str, Any] | bytes,
+    payload: dict[str, Any] | bytes,
+    key: str,
+    digest: Callable[[], Any] | None = hashlib.sha256,
+) -> str:
+    """A compact JWS signed with HMAC-`digest` over whatever header and payload it is given
+    (digest None: no signature at all)."""
+    head = header if isinstance(header, bytes) else json.dumps(header).encode()
+    body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    signing_input = f"{_b64(head)}.{_b64(body)}"
+    if digest is None:
+        return signing_input + "."
+    signature = hmac.new(key.encode(), signing_input.encode(), digest).digest()
+    return f"{signing_input}.{_b64(signature)}"
+
+
+HS256 = {"alg": "HS256", "typ": "JWT"}
+
+
+@functools.cache
+def _bad_tokens(secret: str) -> dict[str, str]:
+    """Bearer tokens the authorizer must refuse (the header is `Bearer <token>`)."""
+    good = _claims()
+    rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    return {
+        # alg none, with and without a signature, in any spelling
+        "alg-none-unsigned": _jws({"alg": "none"}, good, secret, None),
+        "alg-none-signed": _jws({"alg": "none"}, good, secret),
+        "alg-None-unsigned": _jws({"alg": "None"}, good, secret, None),
+        "alg-NONE-signed": _jws({"alg": "NONE"}, good, secret),
+        "alg-missing": _jws({"typ": "JWT"}, good, secret),
+        "alg-null": _jws({"alg": None}, good, secret),
+        # algorithm confusion: the right secret, the wrong algorithm
+        "hs384-with-the-secret": _jws({"alg": "HS384"}, good, secret, hashlib.sha384),
+        "hs512-with-the-secret": _jws({"alg": "HS512"}, good, secret, hashlib.sha512),
+        "rs256-header-hmac-signature": _jws({"alg": "RS256"}, good, secret),
+        "rs256-really-signed": jwt.encode(good, rsa_key, algorithm="RS256"),
+        "hs256-header-sha512-signature": _jws(HS256, good, secret, hashlib.sha512),
+        # the right algorithm, the wrong key, or a payload changed under a good signature
+        "hs256-another-key": _jws(HS256, good, secret + "-not"),
+        "hs256-empty-key": _jws(HS256, good, ""),
+        "payload-swapped": _swap_payload(
+            _jws(HS256, good, secret), _claims(scope="leaderboard/admin")
+        ),
+        "signature-stripped": _jws(HS256, good, secret).rsplit(".", 1)[0] + ".",
+        # time
+        "expired": _jws(HS256, _claims(exp=int(time.time()) - 5), secret),
+        "exp-missing": _jws(HS256, _claims(exp=...), secret),
+        "exp-a-string": _jws(HS256, _claims(exp=str(int(time.time()) + 600)), secret),
+        "exp-true": _jws(HS256, _claims(exp=True), secret),
+        "exp-overflows": _jws(
+            HS256, json.dumps(_claims(exp=0)).replace('"exp": 0', '"exp": 1e400').encode(), secret
+        ),
+        "nbf-future": _jws(HS256, _claims(nbf=int(time.time()) + 120), secret),
+        "iat-future": _jws(HS256, _claims(iat=int(time.time()) + 120), secret),
+        "iat-a-list": _jws(HS256, _claims(iat=[1]), secret),
+        # issuer and audience
+        "iss-wrong": _jws(HS256, _claims(iss="https://evil.example"), secret),
+        "iss-missing": _jws(HS256, _claims(iss=...), secret),
+        "iss-a-list": _jws(HS256, _claims(iss=[tokens.issuer()]), secret),
+        "aud-wrong": _jws(HS256, _claims(aud="someone-else"), secret),
+        "aud-missing": _jws(HS256, _claims(aud=...), secret),
+        "aud-list-without-ours": _jws(HS256, _claims(aud=["a", "b"]), secret),
+        # the subject
+        "sub-missing": _jws(HS256, _claims(sub=...), secret),
+        "sub-null": _jws(HS256, _claims(sub=None), secret),
+        "sub-empty": _jws(HS256, _claims(sub=""), secret),
+        "sub-a-number": _jws(HS256, _claims(sub=12345), secret),
+        "sub-a-list": _jws(HS256, _claims(sub=["p-1"]), secret),
+        "sub-duplicated-as-number": _jws(
+            HS256, json.dumps(_claims())[:-1].encode() + b', "sub": 7}', secret
+        ),
+        # scopes of the wrong type (a scope is a space-separated string)
+        "scope-a-list": _jws(HS256, _claims(scope=["leaderboard/admin"]), secret),
+        "scope-a-number": _jws(HS256, _claims(scope=1), secret),
+        "scope-null": _jws(HS256, _claims(scope=None), secret),
+        "scope-an-object": _jws(HS256, _claims(scope={"leaderboard/admin": True}), secret),
+        "scope-true": _jws(HS256, _claims(scope=True), secret),
+        # malformed
+        "empty": "",
+        "one-segment": "abc",
+        "two-segments": _jws(HS256, good, secret).rsplit(".", 1)[0],
+        "four-segments": _jws(HS256, good, secret) + ".abc",
+        "only-dots": "..",
+        "bad-base64": "@@@.@@@.@@@",
+        "base64-padding": _jws(HS256, good, secret).replace(".", "=.", 1),
+        "header-not-json": _jws(b"{not json", good, secret),
+        "payload-not-json": _jws(HS256, b"{not json", secret),
+        "payload-an-array": _jws(HS256, b"[1, 2]", secret),
+        "header-an-array": _jws(b'["HS256"]', good, secret),
+        "payload-not-utf8": _jws(HS256, b"\xff\xfe\xfd", secret),
+        "payload-nested-2500-deep": _jws(HS256, b"[" * 2500 + b"]" * 2500, secret),
+        "crit-header": _jws({"alg": "HS256", "crit": ["exp"]}, good, secret),
+        "kid-an-object": _jws({"alg": "HS256", "kid": {"x": 1}}, good, secret),
+        "oversized-garbage-9KiB": "a" * 3000 + "." + "b" * 3000 + "." + "c" * 3000,
+    }
+
+
+def _swap_payload(token: str, claims: dict[str, Any]) -> str:
+    head, _, signature = token.split(".")
+    return f"{head}.{_b64(json.dumps(claims).encode())}.{signature}"
+
+
+def _bad_headers(secret: str) -> dict[str, list[str]]:
+    """Authorization header lines (several: the header repeated) around a *valid* token that
+    must be refused: only `Bearer <token>` is accepted."""
+    good = tokens.mint(secret, "p-1")
+    other = tokens.mint(secret, "p-2")
+    basic = base64.b64encode(b"p-1:" + secret.encode()).decode()
+    return {
+        "no-header": [],
+        "empty-header": [""],
+        "scheme-alone": ["Bearer"],
+        "scheme-and-spaces": ["Bearer     "],
+        "token-without-scheme": [good],
+        "lowercase-scheme": [f"bearer {good}"],
+        "uppercase-scheme": [f"BEARER {good}"],
+        "two-spaces": [f"Bearer  {good}"],
+        "a-tab": [f"Bearer\t{good}"],
+        "no-space": [f"Bearer{good}"],
+        "trailing-words": [f"Bearer {good} extra"],
+        "trailing-comma": [f"Bearer {good},"],
+        "quoted-token": [f'Bearer "{good}"'],
+        "basic-scheme": [f"Basic {basic}"],
+        "token-scheme": [f"Token {good}"],
+        "two-schemes": [f"Basic {basic}, Bearer {good}"],
+        "twice-valid-then-garbage": [f"Bearer {good}", "Bearer garbage"],
+        "twice-garbage-then-valid": ["Bearer garbage", f"Bearer {good}"],
+        "twice-two-valid-tokens": [f"Bearer {good}", f"Bearer {other}"],
+        "twice-the-same-token": [f"Bearer {good}", f"Bearer {good}"],
+    }
+
+
+NAMES_ONLY = "a-secret-just-for-the-test-ids-0123456789"
+BAD_TOKENS = list(_bad_tokens(NAMES_ONLY))
+BAD_HEADERS = list(_bad_headers(NAMES_ONLY))
+
+
+def _assert_unauthorized(gateway: Gateway, reply: tuple[int, dict[str, str], bytes]) -> None:
+    status, headers, body = reply
+    assert status == 401, (status, body[:300])
+    assert json.loads(body) == {"message": "Unauthorized"}
+    assert headers["www-authenticate"] == "Bearer"
+    check_response("POST", SUBMIT, status, headers, body)
+
+
+@pytest.mark.parametrize("case", BAD_TOKENS)
+def test_a_bad_token_is_401_and_reaches_no_function(case: str, gateway: Gateway) -> None:
+    token = _bad_tokens(gateway.secret)[case]
+    score = gateway.score("p-1")
+    before = len(gateway.calls)
+    _assert_unauthorized(gateway, gateway.submit([f"Bearer {token}"]))
+    assert len(gateway.calls) == before  # refused at the gateway
+    assert gateway.score("p-1") == score
+
+
+@pytest.mark.parametrize("case", BAD_HEADERS)
+def test_an_authorization_header_not_exactly_bearer_token_is_401(
+    case: str, gateway: Gateway
+) -> None:
+    """Lowercase schemes, extra spaces and repeated headers included: API Gateway joins repeated
+    headers with a comma, and a joined value is no token (it must not pick the valid one)."""
+    score = gateway.score("p-1")
+    before = len(gateway.calls)
+    _assert_unauthorized(gateway, gateway.submit(_bad_headers(gateway.secret)[case]))
+    assert len(gateway.calls) == before  # refused at the gateway
+    assert gateway.score("p-1") == score
+
+
+# --- what is accepted ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [
+        {},
+        {"aud": ["another-api", tokens.audience()]},
+        {"scope": ""},
+        {"scope": "profile email"},
+        {"nbf": int(time.time()) - 60, "exp": int(time.time()) + 60.5},
+    ],
+    ids=["plain", "aud-list-with-ours", "scope-empty", "unknown-scopes", "nbf-past-float-exp"],
+)
+def test_a_valid_player_token_submits_for_itself(claims: dict, gateway: Gateway) -> None:
+    token = jwt.encode(_claims(sub="p-ok", **claims), gateway.secret, algorithm="HS256")
+    status, _, body = gateway.submit([f"Bearer {token}"], player="p-ok")
+    assert status == 200, body[:300]
+    assert json.loads(body)["player_id"] == "p-ok"
+
+
+def test_surrounding_whitespace_is_not_part_of_the_header(gateway: Gateway) -> None:
+    token = tokens.mint(gateway.secret, "p-ws")
+    status, _, body = gateway.submit([f"Bearer {token}  "], player="p-ws")
+    assert status == 200, body[:300]
+
+
+def test_a_valid_token_for_a_subject_that_is_no_player_id_is_a_400(gateway: Gateway) -> None:
+    """The authorizer does not judge `sub` (a server's may be anything); a player token whose
+    subject is no valid player_id is refused by the handler when it submits for itself."""
+    for sub in ["x" * 300, "a b", "ünï", "p/1"]:
+        token = tokens.mint(gateway.secret, sub)
+        path = f"/boards/{gateway.board}/scores"
+        status, headers, body = gateway.request(
+            "POST", path, [("Authorization", f"Bearer {token}")], {"score": 1}
+        )
+        assert status == 400, (sub, status, body[:300])
+        check_response("POST", SUBMIT, status, headers, body)
+
+
+# --- scopes: 403 -----------------------------------------------------------------------------
+
+
+ADMIN_ROUTES = [
+    ("PUT", "/boards/{board}", {"title": "hijacked"}, "/boards/{board_id}"),
+    ("DELETE", "/boards/{board}/players/p-1", None, "/boards/{board_id}/players/{player_id}"),
+    ("POST", "/boards/{board}/rebuild", None, "/boards/{board_id}/rebuild"),
+]
+
+
+@pytest.mark.parametrize("who", ["player", "server", "lookalike"])
+@pytest.mark.parametrize("method,path,body,template", ADMIN_ROUTES, ids=["put", "del", "rebuild"])
+def test_a_token_without_the_admin_scope_is_403_on_admin_routes(
+    who: str, method: str, path: str, body: Any, template: str, gateway: Gateway
+) -> None:
+    scopes = {
+        "player": "",
+        "server": "leaderboard/server",
+        "lookalike": "leaderboard/admins leaderboard/admin:read LEADERBOARD/ADMIN",
+    }[who]
+    token = tokens.mint(gateway.secret, "p-1", scopes)
+    score = gateway.score("p-1")
+    before = len(gateway.calls)
+    status, headers, reply = gateway.request(
+        method, path.format(board=gateway.board), [("Authorization", f"Bearer {token}")], body
+    )
+    assert (status, json.loads(reply)) == (403, {"message": "Forbidden"})
+    check_response(method, template, status, headers, reply)
+    assert len(gateway.calls) == before  # refused at the gateway
+    assert gateway.score("p-1") == score
+
+
+def test_a_player_token_submitting_for_another_player_is_403(gateway: Gateway) -> None:
+    token = tokens.mint(gateway.secret, "p-2")
+    score = gateway.score("p-1")
+    status, headers, body = gateway.submit([f"Bearer {token}"], player="p-1")
+    assert status == 403 and json.loads(body)["code"] == "forbidden"
+    check_response("POST", SUBMIT, status, headers, body)
+    assert gateway.score("p-1") == score
+
+
+# --- oversized heads: 431 --------------------------------------------------------------------
+
+
+def _raw(gateway: Gateway, head: bytes, chunk: int = 1 << 16) -> tuple[int, bytes]:
+    """Send a request head (in `chunk`-sized writes) and read the answer to the end."""
+    with socket.create_connection((gateway.host, gateway.port), timeout=10) as sock:
+        try:
+            for start in range(0, len(head), chunk):
+                sock.sendall(head[start : start + chunk])
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the server stopped reading: its answer is waiting
+        answer = b""
+        while chunk_in := sock.recv(65536):
+            answer += chunk_in
+    status = int(answer.split(b" ", 2)[1])
+    return status, answer.partition(b"\r\n\r\n")[2]
+
+
+def _head(target: str, *lines: str) -> bytes:
+    return "\r\n".join([f"GET {target} HTTP/1.1", "Host: x", *lines, "", ""]).encode()
+
+
+@pytest.mark.parametrize(
+    "what",
+    ["token-100KiB", "other-header-64KiB", "many-headers", "url-64KiB", "endless-header"],
+)
+def test_an_oversized_head_is_431_and_closes(what: str, gateway: Gateway) -> None:
+    board = gateway.board
+    target = f"/boards/{board}/scores"
+    head, chunk = {
+        "token-100KiB": (_head(target, "Authorization: Bearer " + "a" * 100 * 1024), 1 << 16),
+        "other-header-64KiB": (_head(f"/boards/{board}", "X-Pad: " + "p" * 64 * 1024), 1 << 16),
+        "many-headers": (_head("/health", *[f"X-H{n}: {'v' * 100}" for n in range(200)]), 4096),
+        "url-64KiB": (_head(f"/boards/{board}/entries?x=" + "q" * 64 * 1024), 1 << 16),
+        # one header that never ends, trickling in: refused once it is over the limit (waiting
+        # for its end would wait forever, and buffer whatever the client sends)
+        "endless-header": (_head("/health")[:-2] + b"X-Endless: " + b"s" * 3 * MAX_HEAD, 512),
+    }[what]
+    before = len(gateway.calls)
+    status, body = _raw(gateway, head, chunk)
+    assert (status, json.loads(body)) == (431, {"message": "Request Header Fields Too Large"})
+    assert len(gateway.calls) == before
+    assert gateway.request("GET", "/health", [])[0] == 200  # and the gateway goes on
+
+
+def test_a_head_just_under_the_limit_is_served(gateway: Gateway) -> None:
+    pad = MAX_HEAD - 200
+    status, _, _ = gateway.request("GET", "/health", [("X-Pad", "p" * pad)])
+    assert status == 200

@@ -1,0 +1,1 @@
+"""The domain (leaderboard/domain): pure rules, no server and no I/O."""

@@ -1,0 +1,284 @@
+"""The live publisher end to end: over the real local event API to real WebSocket
+subscribers, coalescing to a rate, and the failures that must stay on the live path."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from datetime import datetime
+from typing import Any
+
+import pytest
+
+from devstack.live_client import LiveClient
+from devstack.servers import LocalEventApi
+from leaderboard.domain.live import board_channel, channel_name
+from leaderboard.domain.periods import current_periods
+from leaderboard.domain.submissions import Submission
+from leaderboard.services.live import LivePublisher, LiveReport
+from leaderboard.stores.event_api import EventApiPublisher
+from leaderboard.stores.redis_index import RedisIndex
+from leaderboard.stores.redis_live import LiveIndex
+from tests.support.boards import publish
+from tests.support.live import NOW, num, submit
+from tests.support.reference_model import ModelBoard
+
+
+class OnlyBoards(LiveIndex):
+    """The index as one test's publisher should see it: only that test's boards, not every
+    board earlier tests left in the shared Redis (whose changes would add messages and work)."""
+
+    def __init__(self, client: Any, *board_ids: str, **options: Any) -> None:
+        super().__init__(client, **options)
+        self.board_ids = set(board_ids)
+
+    def catalog(self) -> list[dict[str, Any]]:
+        return [b for b in super().catalog() if b["board_id"] in self.board_ids]
+
+
+@pytest.fixture(autouse=True)
+def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Publishes are SigV4-signed as on AWS; the local event API checks their form only."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+
+
+@pytest.fixture
+def publisher(index: RedisIndex, event_api: LocalEventApi) -> LivePublisher:
+    return LivePublisher(
+        LiveIndex(index.client),
+        EventApiPublisher(event_api.publish_url),
+        rate=4,
+        namespace="leaderboards",
+        clock=lambda: NOW,
+    )
+
+
+def _client(event_api: LocalEventApi) -> LiveClient:
+    host = event_api.publish_url.split("/")[2]
+    return LiveClient(event_api.realtime_url, host, event_api.api_key)
+
+
+def test_a_subscriber_receives_each_change_with_ranks_scores_and_chained_versions(
+    index: RedisIndex, event_api: LocalEventApi, publisher: LivePublisher, board_id: str
+) -> None:
+    board = publish(index, board_id, regions=["EU"], periods=["all-time", "weekly"], live_top=3)
+    model = ModelBoard(board)
+    with _client(event_api) as weekly, _client(event_api) as everything:
+        weekly.subscribe(channel_name(board_id, "weekly", None))
+        everything.subscribe(board_channel(board_id) + "/*")
+        report = LiveReport()
+        seen: list[int] = []
+        for player, score, region in [("ann", 5, None), ("bob", 9, "EU"), ("cy", 7, None)]:
+            version = submit(index, model, board_id, player, score, region, {"name": player})
+            publisher.tick(report)
+            assert report.failed == 0, report.errors
+            message = weekly.next_event(5)
+            period = current_periods(NOW)["weekly"].id
+            assert message["board_id"] == board_id and message["period"] == period
+            assert message["period_kind"] == "weekly" and message["region"] is None
+            assert message["version"] == version
+            assert message["previous_version"] == (seen[-1] if seen else None)
+            total, top = model.page(period, None, 0, 3)
+            assert message["total"] == total
+            assert message["top"] == [dict(e, score=num(e["score"])) for e in top]
+            (changed,) = message["changed"]
+            assert changed["player_id"] == player and changed["metadata"] == {"name": player}
+            seen.append(message["version"])
+        assert seen == sorted(set(seen))
+        # the wildcard subscriber gets every channel: 2 kinds global, plus EU for bob's write
+        channels = {(m["period_kind"], m["region"]) for m in _drain(everything, 8)}
+        assert channels == {
+            ("all-time", None),
+            ("weekly", None),
+            ("all-time", "EU"),
+            ("weekly", "EU"),
+        }
+        assert report.failed == 0
+
+
+def _drain(client: LiveClient, count: int) -> list[dict[str, Any]]:
+    return [client.next_event(5) for _ in range(count)]
+
+
+def test_a_client_that_missed_messages_sees_the_gap_and_converges_by_one_read(
+    api: Any,
+    index: RedisIndex,
+    event_api: LocalEventApi,
+    publisher: LivePublisher,
+    admin_token: str,
+    server_token: str,
+    board_id: str,
+) -> None:
+    api.call("PUT", f"/boards/{board_id}", {"periods": ["all-time"]}, token=admin_token)
+    channel = channel_name(board_id, "all-time", None)
+    report = LiveReport()
+    with _client(event_api) as client:
+        client.subscribe(channel)
+        api.call(
+            "POST", f"/boards/{board_id}/scores", {"player_id": "a", "score": 1}, token=server_token
+        )
+        publisher.tick(report)
+        last = client.next_event(5)["version"]
+    # Disconnected: these messages are lost to the client.
+    for player, score in [("b", 5), ("c", 3), ("a", 7)]:
+        api.call(
+            "POST",
+            f"/boards/{board_id}/scores",
+            {"player_id": player, "score": score},
+            token=server_token,
+        )
+        publisher.tick(report)
+    with _client(event_api) as client:
+        client.subscribe(channel)
+        entries = api.call("GET", f"/boards/{board_id}/entries?period=all-time")
+        view = entries.json()["entries"]
+        api.call(
+            "POST", f"/boards/{board_id}/scores", {"player_id": "d", "score": 4}, token=server_token
+        )
+        publisher.tick(report)
+        message = client.next_event(5)
+    assert message["previous_version"] != last  # the gap is visible
+    assert [(e["player_id"], e["score"]) for e in view] == [("a", 8), ("b", 5), ("c", 3)]
+    # after the one read, the next message's top is the board's state
+    assert [(e["player_id"], e["score"], e["rank"]) for e in message["top"]] == [
+        ("a", 8, 1),
+        ("b", 5, 2),
+        ("d", 4, 3),
+        ("c", 3, 4),
+    ]
+
+
+# --- coalescing -------------------------------------------------------------------------------
+def test_a_thousand_writes_a_second_make_at_most_rate_messages_per_channel_per_second(
+    index: RedisIndex, event_api: LocalEventApi, board_id: str
+) -> None:
+    board = publish(index, board_id, periods=["all-time"])
+    rate = 4
+    publisher = LivePublisher(
+        OnlyBoards(index.client, board_id),
+        EventApiPublisher(event_api.publish_url),
+        rate=rate,
+        namespace="leaderboards",
+    )
+    periods = {"all-time": current_periods(NOW)["all-time"]}
+    received: list[tuple[float, dict[str, Any]]] = []
+    with _client(event_api) as client:
+        client.subscribe(channel_name(board_id, "all-time", None))
+        reports: list[LiveReport] = []
+        runner = threading.Thread(
+            target=lambda: reports.append(publisher.run(f"test-{board_id}", 4.0))
+        )
+        runner.start()
+        time.sleep(0.3)
+        started, writes = time.monotonic(), 0
+        while time.monotonic() - started < 3.0:  # paced at 1,000 submissions a second
+            due = int((time.monotonic() - started) * 1000)
+            while writes < due:
+                index.submit(  # the write path's one Redis round trip, nothing else
+                    board_id,
+                    Submission(
+                        player_id=f"p{writes % 500}", score=writes, region=None, metadata=None
+                    ),
+                    event_id=str(uuid.uuid4()),
+                    now_ms=int(NOW.timestamp() * 1000),
+                    periods=periods,
+                    idempotency=None,
+                )
+                writes += 1
+            time.sleep(0.001)
+        elapsed = time.monotonic() - started
+        runner.join(10)
+        while True:
+            try:
+                received.append((time.monotonic(), client.next_event(1.0)))
+            except TimeoutError:
+                break
+    rate_achieved = writes / elapsed
+    print(f"coalescing: {rate_achieved:.0f} writes/s, {len(received)} messages")
+    assert rate_achieved > 700, f"only {rate_achieved:.0f} writes/s: the test proves little"
+    assert reports and reports[0].failed == 0
+    # Counted by when they were published: no one-second window holds more than `rate`.
+    stamps = [datetime.fromisoformat(m["published_at"]).timestamp() for _, m in received]
+    for i, t in enumerate(stamps):
+        window = [s for s in stamps[i:] if s - t < 1.0 - 0.05]  # 50 ms for timer jitter
+        assert len(window) <= rate, f"{len(window)} messages within 1 s"
+    assert len(received) <= rate * 4 + 1
+    assert len(received) >= 3 * rate - 2  # it did publish all along
+    versions = [m["version"] for _, m in received]
+    assert versions == sorted(set(versions))
+    last = received[-1][1]
+    page = index.window(board_id, periods["all-time"], None, op="page", size=board.live_top)
+    assert last["version"] == writes  # the last message carries the last write
+    assert last["total"] == page.total and last["top"] == [e.to_json() for e in page.entries]
+
+
+# --- failures stay on the live path -----------------------------------------------------------
+def test_a_publisher_that_cannot_publish_counts_failures_and_keeps_going(
+    index: RedisIndex, board_id: str
+) -> None:
+    board = publish(index, board_id, periods=["all-time"])
+    model = ModelBoard(board)
+    publisher = LivePublisher(
+        OnlyBoards(index.client, board_id),
+        EventApiPublisher("http://127.0.0.1:9/event", timeout=0.5),
+        rate=10,
+        namespace="leaderboards",
+    )
+    report = LiveReport()
+    for i in range(3):
+        submit(index, model, board_id, f"p{i}", i)
+        publisher.tick(report)
+    assert report.failed == 3 and report.published == 0
+    assert "PublishError" in report.errors[0]
+
+
+def test_one_board_too_big_to_publish_fails_alone(
+    index: RedisIndex, event_api: LocalEventApi, publisher: LivePublisher
+) -> None:
+    big, small = f"big-{uuid.uuid4().hex[:8]}", f"small-{uuid.uuid4().hex[:8]}"
+    big_board = publish(index, big, periods=["all-time"], live_top=100)
+    small_board = publish(index, small, periods=["all-time"])
+    big_model, small_model = ModelBoard(big_board), ModelBoard(small_board)
+    fat = {f"k{i}": "x" * 200 for i in range(12)}  # ~2.5 KB of metadata per player
+    for i in range(100):
+        submit(index, big_model, big, f"p{i}", i, metadata=fat)
+    submit(index, small_model, small, "solo", 1)
+    with _client(event_api) as client:
+        client.subscribe(channel_name(small, "all-time", None))
+        report = LiveReport()
+        publisher.tick(report)
+        message = client.next_event(5)
+    assert message["board_id"] == small
+    assert report.dropped_too_big == 1 and report.published >= 1
+
+
+def test_a_run_keeps_ticking_past_its_time_until_the_next_run_takes_over(
+    index: RedisIndex, event_api: LocalEventApi
+) -> None:
+    def publisher() -> LivePublisher:
+        return LivePublisher(
+            OnlyBoards(index.client),
+            EventApiPublisher(event_api.publish_url),
+            rate=10,
+            namespace="leaderboards",
+        )
+
+    reports: dict[str, LiveReport] = {}
+    first = threading.Thread(
+        target=lambda: reports.update(
+            first=publisher().run("first-run", 0.3, wait_for_successor=5.0)
+        )
+    )
+    started = time.monotonic()
+    first.start()
+    time.sleep(1.2)  # the next run is late, as after a cold start
+    second = publisher().run("second-run", 0.5)
+    first.join(5)
+    ended = time.monotonic() - started
+    assert reports["first"].handed_over  # it waited for the successor instead of stopping
+    assert reports["first"].ticks >= 6  # ~1.2 s at 10 ticks/s (12), not 0.3 s (3)
+    assert second.waited_for_lease_ms < 500  # taken over within a tick or so
+    assert second.ticks >= 3 and ended < 5

@@ -1,0 +1,129 @@
+"""The changes the live publisher reads from Redis (stores/redis_live.py), checked against the
+reference model: one update per channel per batch of writes, malformed outbox entries skipped,
+changed entries capped."""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from leaderboard.services.live import board_channels
+from leaderboard.stores.redis_index import BoardKeys, RedisIndex
+from leaderboard.stores.redis_live import LiveIndex
+from tests.support.boards import publish
+from tests.support.live import NOW, num, submit
+from tests.support.reference_model import ModelBoard
+
+
+def _changes(live: LiveIndex, index: RedisIndex, board_id: str) -> Any:
+    (public,) = [b for b in live.catalog() if b["board_id"] == board_id]
+    (result,) = live.changes([board_channels(public, NOW)])
+    assert not isinstance(result, Exception), result
+    return result
+
+
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["p1", "p2", "p3", "p4", "p5", "p6"]),
+        st.integers(-5, 20),
+        st.sampled_from([None, "EU"]),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    rules=st.fixed_dictionaries(
+        {
+            "mode": st.sampled_from(["best", "increment", "set"]),
+            "ties": st.sampled_from(["shared", "first"]),
+            "sort": st.sampled_from(["desc", "asc"]),
+            "max_entries": st.sampled_from([None, 4]),
+            "live_top": st.integers(1, 5),
+        }
+    ),
+    batches=st.lists(OPS, min_size=1, max_size=4),
+)
+def test_each_batch_of_writes_becomes_one_update_per_channel_matching_the_model(
+    session_index: RedisIndex, rules: dict[str, Any], batches: list[list[tuple]]
+) -> None:
+    board_id = f"live-{uuid.uuid4().hex[:12]}"
+    board = publish(
+        session_index, board_id, regions=["EU"], periods=["all-time", "weekly"], **rules
+    )
+    model = ModelBoard(board)
+    live = LiveIndex(session_index.client)
+    last_version: dict[tuple[str, str | None], int] = {}
+    for batch in batches:
+        touched: dict[tuple[str, str | None], set[str]] = defaultdict(set)
+        before = {k: dict(v) for k, v in model.keys.items()}
+        for player, score, region in batch:
+            submit(session_index, model, board_id, player, score, region, {"n": player})
+        for key, rows in model.keys.items():
+            old = before.get(key, {})
+            for player in set(rows) | set(old):
+                if (
+                    player not in rows
+                    or player not in old
+                    or rows[player].score != old[player].score
+                ):
+                    touched[key].add(player)
+        changes = _changes(live, session_index, board_id)
+        by_scope = {(u.channel.period_id, u.channel.region): u for u in changes.updates}
+        assert set(by_scope) >= {k for k, players in touched.items() if players}
+        written = {player for player, _, _ in batch}
+        for (period, region), update in by_scope.items():
+            total, top = model.page(period, region, 0, board.live_top)
+            assert update.total == total
+            assert [e.to_json() for e in update.top] == [
+                dict(e, score=num(e["score"])) for e in top
+            ]
+            # Every player whose standing changed is reported, with its current rank and score
+            # (or as removed); a player who entered and was trimmed out in the same tick is
+            # reported removed, which a client applies as a no-op.
+            reported = {e.player_id: (e.rank, e.score) for e in update.changed}
+            assert set(reported) >= touched[(period, region)]
+            assert set(reported) <= written | {p for rows in before.values() for p in rows}
+            ordered = model.ordered(period, region)
+            for player, state in reported.items():
+                index = next((i for i, r in enumerate(ordered) if r.player == player), None)
+                assert state == (
+                    (None, None)
+                    if index is None
+                    else (model.rank_of(ordered, index), num(ordered[index].score))
+                )
+            key = (update.channel.period_kind, region)
+            assert update.previous_version == last_version.get(key)
+            assert update.version > (last_version.get(key) or 0)  # versions only grow
+            last_version[key] = update.version
+    assert _changes(live, session_index, board_id).updates == ()  # nothing new: no message
+
+
+def test_a_malformed_outbox_entry_is_skipped_and_counted(index: RedisIndex, board_id: str) -> None:
+    board = publish(index, board_id)
+    model = ModelBoard(board)
+    live = LiveIndex(index.client)
+    index.client.xadd(BoardKeys(board_id).outbox, {"junk": "not an event"})
+    submit(index, model, board_id, "p1", 5)
+    changes = _changes(live, index, board_id)
+    assert changes.skipped == 1 and changes.entries_read == 2
+    assert [e.player_id for u in changes.updates for e in u.changed] == ["p1", "p1"]
+
+
+def test_changed_entries_are_capped_and_flagged(index: RedisIndex, board_id: str) -> None:
+    board = publish(index, board_id, periods=["all-time"])
+    model = ModelBoard(board)
+    live = LiveIndex(index.client, max_changed=3)
+    for i in range(5):
+        submit(index, model, board_id, f"p{i}", i)
+    (update,) = _changes(live, index, board_id).updates
+    assert update.changed_truncated
+    assert [e.player_id for e in update.changed] == ["p4", "p3", "p2"]  # the latest first

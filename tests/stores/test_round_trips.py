@@ -1,0 +1,124 @@
+"""Acceptance 2: round trips are counted, not assumed. Every submission and every read is one
+round trip to Redis, whatever the board size or the window, through the service and through
+the real handlers."""
+
+from __future__ import annotations
+
+import redis
+from redis.connection import ConnectionPool
+
+from leaderboard.domain.auth import Caller
+from leaderboard.services.reads import ReadService
+from leaderboard.services.scores import ScoreService
+from leaderboard.stores.redis_index import RedisIndex
+from tests.support.boards import ListSink, publish
+from tests.support.round_trips import CountingConnection, counted
+
+SERVER = Caller("game-server", frozenset({"leaderboard/server"}))
+
+
+def test_one_round_trip_per_submission_and_read(redis_url, board_id, clock):
+    client = redis.Redis.from_url(
+        redis_url, decode_responses=True, connection_class=CountingConnection
+    )
+    index = RedisIndex(client)
+    publish(
+        index,
+        board_id,
+        regions=["EU", "NA"],
+        periods=["all-time", "daily", "weekly", "monthly"],
+        ties="first",
+        max_entries=5000,
+        rate_limit_per_minute=100000,
+    )
+    scores = ScoreService(index, ListSink(), clock)
+    reads = ReadService(index, clock)
+    # A board of 2,000 players, written in bulk outside the measurement.
+    pipe = client.pipeline(transaction=False)
+    for i in range(2000):
+        pipe.zadd(f"lb:{{{board_id}}}:z:all-time", {f"{i:015d}|p{i}": i})
+        pipe.hset(f"lb:{{{board_id}}}:m:all-time", f"p{i}", f"{i:015d}|p{i}")
+    pipe.execute()
+
+    # Warm the script cache: the very first call of a script may need SCRIPT LOAD.
+    scores.submit(board_id, {"player_id": "warm", "score": 1}, SERVER, None)
+    reads.entries(board_id, {})
+
+    submissions = [
+        ({"player_id": "p-1", "score": 10}, None),
+        ({"player_id": "p-1", "score": 5, "region": "EU", "metadata": {"name": "Ada"}}, "k-1"),
+        ({"player_id": "p-1", "score": 5, "region": "EU", "metadata": {"name": "Ada"}}, "k-1"),
+    ]
+    for body, key in submissions:
+        trips, _ = counted(lambda body=body, key=key: scores.submit(board_id, body, SERVER, key))
+        assert trips == 1, (body, key)
+
+    read_calls = {
+        "entries top 1": lambda: reads.entries(board_id, {"limit": "1"}),
+        "entries top 100": lambda: reads.entries(board_id, {"limit": "100"}),
+        "entries deep page": lambda: reads.entries(board_id, {"offset": "1500", "limit": "100"}),
+        "around_rank": lambda: reads.entries(board_id, {"around_rank": "1000", "limit": "100"}),
+        "player": lambda: reads.player(board_id, "p-1", {}),
+        "player in region": lambda: reads.player(board_id, "p-1", {"region": "EU"}),
+        "around 100": lambda: reads.around(board_id, "p-1", {"count": "100"}),
+        "weekly page": lambda: reads.entries(board_id, {"period": "weekly", "limit": "100"}),
+    }
+    for name, call in read_calls.items():
+        trips, result = counted(call)
+        assert trips == 1, name
+        assert result["total"] >= 1, name
+
+    # Issue 13: many players and one player's every period, one round trip whatever the count.
+    friends = ",".join(["p-1", *(f"p{i}" for i in range(0, 1960, 20)), "nobody"])  # 100 ids
+    player_reads = {
+        "players 1 id": lambda: reads.players(board_id, {"ids": "p-1"}),
+        "players 100 ids": lambda: reads.players(board_id, {"ids": friends}),
+        "players 100 ids in region": lambda: reads.players(
+            board_id, {"ids": friends, "region": "EU"}
+        ),
+        "standings, every region": lambda: reads.standings(board_id, "p-1", {}),
+        "standings, one region": lambda: reads.standings(board_id, "p-1", {"region": "EU"}),
+    }
+    reads.players(board_id, {"ids": "warm"})  # the script's first call loads it
+    for name, call in player_reads.items():
+        trips, result = counted(call)
+        assert trips == 1, name
+        assert result.get("entries") or result.get("standings"), name
+    chosen = reads.players(board_id, {"ids": friends})
+    assert (len(chosen["entries"]), chosen["missing"]) == (99, ["nobody"])
+    # p-1 is on all-time, daily, weekly, monthly, globally and in EU: eight standings.
+    assert len(reads.standings(board_id, "p-1", {})["standings"]) == 8
+    client.close()
+
+
+def test_handlers_use_one_round_trip(api, admin_token, server_token, board_id):
+    """Through the template routes and the real handlers, counting on their own clients."""
+    assert (
+        api.call("PUT", f"/boards/{board_id}", {"regions": ["EU"]}, token=admin_token).status == 201
+    )
+    import sys
+
+    for module in ("lambda_ApiWriteFunction_app", "lambda_ApiReadFunction_app"):
+        names = vars(sys.modules[module])
+        client = (names.get("scores") or names["reads"]).index.client
+        # A fresh pool whose connections count their sends (existing ones would not).
+        client.connection_pool = ConnectionPool(
+            connection_class=CountingConnection, **client.connection_pool.connection_kwargs
+        )
+    body = {"player_id": "p-9", "score": 3, "region": "EU"}
+    api.call("POST", f"/boards/{board_id}/scores", body, token=server_token)  # warm
+    trips, reply = counted(
+        lambda: api.call("POST", f"/boards/{board_id}/scores", body, token=server_token)
+    )
+    assert reply.status == 200 and trips == 1
+    for path in (
+        f"/boards/{board_id}/entries?limit=100",
+        f"/boards/{board_id}/players/p-9",
+        f"/boards/{board_id}/players/p-9/around?count=50&region=EU",
+        f"/boards/{board_id}/entries?around_rank=1&limit=7",
+        f"/boards/{board_id}/players?ids=p-9,p-8,p-7&region=EU",
+        f"/boards/{board_id}/players/p-9/standings",
+    ):
+        api.call("GET", path)  # warm the connection
+        trips, reply = counted(lambda path=path: api.call("GET", path))
+        assert reply.status == 200 and trips == 1, path

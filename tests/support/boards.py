@@ -1,0 +1,40 @@
+"""Test doubles for the domain's collaborators, and a board published in one call."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from leaderboard.domain.boards import parse_board_request
+from leaderboard.stores.redis_index import RedisIndex
+
+
+class MovableClock:
+    """A clock tests move by hand."""
+
+    def __init__(self, start: datetime) -> None:
+        self.now = start
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> None:
+        self.now += timedelta(**delta)
+
+
+class ListSink:
+    """Collects events instead of sending them (for tests of the Redis side only)."""
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    def send(self, event: Any) -> None:
+        self.events.append(event)
+
+
+def publish(index: RedisIndex, board_id: str, **rules: Any) -> Any:
+    board = parse_board_request(
+        board_id, rules, None, has_entries=False, now_iso="2026-11-22T00:00:00Z"
+    )
+    index.publish_board(board)
+    return board

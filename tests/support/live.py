@@ -1,0 +1,41 @@
+"""Boards and writes for the live-update tests, straight on the index, mirrored on the
+reference model."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from leaderboard.domain.periods import current_periods
+from leaderboard.domain.submissions import Submission
+from leaderboard.stores.redis_index import RedisIndex
+from tests.support.reference_model import ModelBoard
+
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+
+
+def submit(
+    index: RedisIndex,
+    model: ModelBoard,
+    board_id: str,
+    player: str,
+    score: float,
+    region: str | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> int:
+    periods = {k: p for k, p in current_periods(NOW).items() if k in model.cfg.periods}
+    result = index.submit(
+        board_id,
+        Submission(player_id=player, score=score, region=region, metadata=metadata),
+        event_id=str(uuid.uuid4()),
+        now_ms=int(NOW.timestamp() * 1000),
+        periods=periods,
+        idempotency=None,
+    )
+    model.submit(player, float(score), region, metadata, NOW)
+    return result.version
+
+
+def num(value: float) -> int | float:
+    return int(value) if float(value).is_integer() else value

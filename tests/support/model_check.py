@@ -1,0 +1,192 @@
+"""Random submission sequences replayed through the real services and on the reference model,
+every read compared: one check for a single node (tests/services/test_reference_model.py) and
+for a cluster (tests/stores/test_cluster.py)."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+import pytest
+from hypothesis import strategies as st
+
+from leaderboard.domain.auth import Caller
+from leaderboard.domain.errors import DomainError, NotFound
+from leaderboard.domain.periods import ALL_TIME
+from leaderboard.services.reads import ReadService
+from leaderboard.services.scores import ScoreService
+from tests.support.boards import ListSink, MovableClock, publish
+from tests.support.reference_model import ModelBoard, ModelError
+
+PLAYERS = ["ann", "bob", "cy", "dee", "eve", "fay", "gus"]
+REGIONS = [None, "EU", "NA"]
+SCORES = st.one_of(st.integers(-40, 60), st.sampled_from([0.5, 2.25, -1.5, 7.75, 100]))
+SERVER = Caller("game-server", frozenset({"leaderboard/server"}))
+
+submit_op = st.tuples(
+    st.just("submit"),
+    st.sampled_from(PLAYERS),
+    SCORES,
+    st.sampled_from([*REGIONS, "XX"]),
+    st.one_of(st.none(), st.fixed_dictionaries({"n": st.integers(0, 9)})),
+)
+advance_op = st.tuples(st.just("advance"), st.sampled_from([1, 5, 23, 24 * 3, 24 * 8, 24 * 31]))
+OPS = st.lists(st.one_of(submit_op, submit_op, submit_op, advance_op), min_size=1, max_size=28)
+rules = st.fixed_dictionaries(
+    {
+        "max_entries": st.sampled_from([None, None, 3]),
+        "bounds": st.sampled_from([None, (-50, 80)]),
+        "max_increment": st.sampled_from([None, 25]),
+    }
+)
+
+
+def _norm(entries: list[dict]) -> list[tuple]:
+    return [(e["rank"], e["player_id"], float(e["score"]), e["metadata"]) for e in entries]
+
+
+def _compare_reads(
+    model: ModelBoard, reads: ReadService, board_id: str, clock: MovableClock
+) -> None:
+    period_ids = {pid for (pid, _region) in model.keys} | {ALL_TIME}
+    for period in sorted(period_ids):
+        for region in REGIONS:
+            query = {"period": period} | ({"region": region} if region else {})
+            total, expected = model.page(period, region, 0, 100)
+            kept = model.keys.get((period, region))
+            closed_and_empty = (
+                total == 0
+                and period != ALL_TIME
+                and not any(p.id == period and p.is_open_at(clock()) for p in _open(clock))
+            )
+            if closed_and_empty:
+                with pytest.raises(NotFound):
+                    reads.entries(board_id, query | {"limit": "100"})
+                continue
+            got = reads.entries(board_id, query | {"limit": "100"})
+            assert (got["total"], _norm(got["entries"])) == (total, _norm(expected)), (
+                period,
+                region,
+            )
+            for offset, limit in ((1, 2), (3, 3)):
+                _, exp = model.page(period, region, offset, limit)
+                got = reads.entries(board_id, query | {"offset": str(offset), "limit": str(limit)})
+                assert _norm(got["entries"]) == _norm(exp), (period, region, offset)
+            for rank in (1, 2, total, total + 3):
+                if rank < 1:
+                    continue
+                _, exp = model.around_rank(period, region, rank, 3)
+                got = reads.entries(board_id, query | {"around_rank": str(rank), "limit": "3"})
+                assert _norm(got["entries"]) == _norm(exp), (period, region, rank)
+            for player in PLAYERS:
+                exp_player = model.player(period, region, player)
+                if exp_player is None:
+                    with pytest.raises(NotFound):
+                        reads.player(board_id, player, query)
+                    continue
+                got = reads.player(board_id, player, query)
+                assert (got["rank"], float(got["score"]), got["total"], got["metadata"]) == (
+                    exp_player["rank"],
+                    exp_player["score"],
+                    exp_player["total"],
+                    exp_player["metadata"],
+                ), (period, region, player)
+                _, exp_window = model.around(period, region, player, 3)
+                got = reads.around(board_id, player, query | {"count": "3"})
+                assert _norm(got["entries"]) == _norm(exp_window), (period, region, player)
+                assert got["player"]["player_id"] == player
+            _compare_players(model, reads, board_id, period, region, query)
+            del kept
+    _compare_standings(model, reads, board_id, clock)
+
+
+# Each list mixes players with an entry, players of the board without one in this period or
+# region, an id the board never saw, and a duplicate.
+ID_LISTS = [PLAYERS, ["gus", "zed", "ann", "gus"], ["zed"], ["cy", "cy", "bob"]]
+
+
+def _compare_players(model, reads, board_id, period, region, query) -> None:
+    for ids in ID_LISTS:
+        total, entries, missing = model.players(period, region, ids)
+        got = reads.players(board_id, query | {"ids": ",".join(ids)})
+        assert got["total"] == total, (period, region, ids)
+        assert _norm(got["entries"]) == _norm(entries), (period, region, ids)
+        assert got["missing"] == missing, (period, region, ids)
+
+
+def _compare_standings(model, reads, board_id, clock) -> None:
+    for player in [*PLAYERS, "zed"]:
+        for region in REGIONS:
+            expected = model.standings(player, clock(), region)
+            query = {"region": region} if region else {}
+            if not expected:
+                with pytest.raises(NotFound):
+                    reads.standings(board_id, player, query)
+                continue
+            got = reads.standings(board_id, player, query)["standings"]
+            assert [
+                (s["period"], s["kind"], s["region"], s["rank"], float(s["score"]), s["total"])
+                for s in got
+            ] == expected, (player, region)
+            assert all(s["top_percent"] == round(100 * s["rank"] / s["total"], 4) for s in got)
+
+
+def _open(clock: MovableClock):
+    from leaderboard.domain.periods import current_periods
+
+    return current_periods(clock()).values()
+
+
+def check_against_model(index, mode, sort, ties, ops, board_rules) -> None:
+    """Replay `ops` on a new board through the real services and on the model; compare."""
+    board_id = f"m-{uuid.uuid4().hex[:12]}"
+    body = {
+        "mode": mode,
+        "sort": sort,
+        "ties": ties,
+        "periods": ["all-time", "daily", "weekly", "monthly"],
+        "regions": ["EU", "NA"],
+        "max_entries": board_rules["max_entries"],
+    }
+    if board_rules["bounds"]:
+        body["min_score"], body["max_score"] = board_rules["bounds"]
+    if mode == "increment":
+        body["max_increment"] = board_rules["max_increment"]
+    board = publish(index, board_id, **body)
+    # Start just before midnight on a Sunday at the end of a month: the first advances cross
+    # a day, an ISO week and a month boundary.
+    from datetime import UTC, datetime
+
+    clock = MovableClock(datetime(2026, 5, 31, 22, 30, tzinfo=UTC))
+    service = ScoreService(index, ListSink(), clock)
+    reads = ReadService(index, clock)
+    model = ModelBoard(board)
+
+    for op in ops:
+        if op[0] == "advance":
+            clock.now += timedelta(hours=op[1])
+            continue
+        _, player, score, region, metadata = op
+        payload = {"player_id": player, "score": score}
+        if region:
+            payload["region"] = region
+        if metadata is not None:
+            payload["metadata"] = metadata
+        try:
+            applied, standings = model.submit(player, float(score), region, metadata, clock())
+            expected_error = None
+        except ModelError as exc:
+            expected_error = exc.code
+        try:
+            got = service.submit(board_id, payload, SERVER, None).body
+        except DomainError as exc:
+            assert expected_error is not None, f"unexpected {exc!r} for {payload}"
+            assert exc.status == 422
+            continue
+        assert expected_error is None, f"expected {expected_error} for {payload}, got {got}"
+        assert got["applied"] == applied
+        assert [
+            (s["period"], s["region"], float(s["score"]), s["rank"]) for s in got["standings"]
+        ] == standings
+
+    _compare_reads(model, reads, board_id, clock)
