@@ -53,3 +53,16 @@ def test_health_reports_every_store(api):
     assert r.status == 200, r.body
     assert r.json()["status"] == "ok"
     assert set(r.json()["checks"]) == {"redis", "postgres", "queue"}
+
+
+def test_a_score_for_a_board_that_never_existed_is_404_every_time(api, server_token, board_id):
+    """The write function asks the record whether an unknown board was lost (503) or never
+    existed (404); it connects to PostgreSQL for that on first need and keeps the connection."""
+    for player in ("p-1", "p-2"):
+        reply = api.call(
+            "POST",
+            f"/boards/{board_id}/scores",
+            {"player_id": player, "score": 1},
+            token=server_token,
+        )
+        assert reply.status == 404, reply.body
