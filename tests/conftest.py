@@ -75,7 +75,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return  # make test-random: pytest-randomly's order, nothing first
 
     def rank(item: pytest.Item) -> int:
-        where = item.path.relative_to(root).as_posix()
+        where = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
         return SLOW_FIRST.index(where) if where in SLOW_FIRST else len(SLOW_FIRST)
 
     items.sort(key=rank)  # stable: within a rank, the files and tests keep their order
