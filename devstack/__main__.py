@@ -149,7 +149,7 @@ def sam_invoke(args: argparse.Namespace) -> int:
         function, Path(args.event), template=template, env_file=env_file, image=image
     )
     with sam_local.LoopbackForwarder(host, sam_local.store_ports(stack_env)):
-        return subprocess.run(cmd, env=sam_local.sam_environment(), check=False).returncode
+        return subprocess.run(cmd, env=sam_local.sam_environment(stack_env), check=False).returncode
 
 
 def main(argv: list[str] | None = None) -> int:

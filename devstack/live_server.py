@@ -5,8 +5,9 @@ through its WebSocket endpoint. This process speaks both protocols closely enoug
 publisher and the same WebSocket client work against AWS and against `make run`:
 
 * `POST /event` on the HTTP port publishes 1-5 events to one channel. It wants an IAM (SigV4)
-  `Authorization` header scoped to the `appsync` service; the signature itself is not checked,
-  there being no secret to check it against.
+  `Authorization` header for the `appsync` service, signed with the credentials the local stack
+  gives its functions (devstack/sigv4.py checks it as AWS does): only the live publisher can
+  publish, and anything else gets 401 UnauthorizedException.
 * `/event/realtime` on the WebSocket port speaks the `aws-appsync-event-ws` subprotocol:
   connection_init/ack, ka keep-alives, subscribe/unsubscribe with an API key, data frames.
 * `GET /stats` and `GET /health` on the HTTP port are ours, for tests and benchmarks.
@@ -45,6 +46,7 @@ from websockets.protocol import State
 from websockets.typing import Subprotocol
 
 from devstack.http11 import HttpRequest, HttpServer, Reply
+from devstack.sigv4 import SignatureError, verify
 
 log = logging.getLogger("devstack.live")
 
@@ -185,8 +187,16 @@ def _offered(headers: Headers) -> list[str]:
 class EventApi:
     """The channels, their subscribers and both endpoints' handlers."""
 
-    def __init__(self, api_key: str, ka_interval: float = DEFAULT_KA_SECONDS) -> None:
+    def __init__(
+        self,
+        api_key: str,
+        ka_interval: float = DEFAULT_KA_SECONDS,
+        *,
+        publisher: tuple[str, str] = ("", ""),
+    ) -> None:
         self.api_key = api_key
+        self.publisher = publisher  # the (access key id, secret) a publish must be signed with
+        self.refused_publishes = 0
         self.ka_interval = ka_interval
         self.clients: set[_Client] = set()
         self.exact: dict[str, set[_Subscription]] = {}
@@ -249,6 +259,7 @@ class EventApi:
             "subscriptions": self.subscriptions,
             "published": dict(self.published),
             "delivered": self.delivered,
+            "refused_publishes": self.refused_publishes,
         }
 
     # WebSocket
@@ -375,8 +386,21 @@ class EventApi:
         return _errors(404, "NotFoundException", f"no route for {request.method} {path}")
 
     def _publish_request(self, request: HttpRequest) -> Reply:
-        if not _iam_authorized(request.headers.get("authorization", "")):
-            return _errors(401, UNAUTHORIZED, "publishing needs a SigV4 signature for appsync")
+        key_id, secret = self.publisher
+        try:
+            verify(
+                method=request.method,
+                target=request.target,
+                headers=request.headers,
+                body=request.body,
+                access_key_id=key_id,
+                secret_access_key=secret,
+                service="appsync",
+            )
+        except SignatureError as exc:
+            self.refused_publishes += 1
+            log.warning("publish refused from %s: %s", request.peer, exc)
+            return _errors(401, UNAUTHORIZED, f"publishing needs the publisher's IAM role: {exc}")
         try:
             body = json.loads(request.body)
         except ValueError:
@@ -408,27 +432,20 @@ class EventApi:
         return Reply(200, {}, _json_bytes({"successful": successful, "failed": []}))
 
 
-def _iam_authorized(header: str) -> bool:
-    """Whether `header` looks like a SigV4 authorization for the appsync service."""
-    if not header.startswith("AWS4-HMAC-SHA256 "):
-        return False
-    for part in header[len("AWS4-HMAC-SHA256 ") :].split(","):
-        name, _, value = part.strip().partition("=")
-        if name == "Credential":
-            scope = value.split("/")
-            return len(scope) == 5 and all(scope) and scope[3:] == ["appsync", "aws4_request"]
-    return False
-
-
 def _errors(status: int, error_type: str, message: str) -> Reply:
     return Reply(status, {}, _json_bytes({"errors": [_error(error_type, message)]}))
 
 
 async def serve_forever(
-    http_port: int, ws_port: int, api_key: str, ka_interval: float, host: str = "127.0.0.1"
+    http_port: int,
+    ws_port: int,
+    api_key: str,
+    ka_interval: float,
+    host: str = "127.0.0.1",
+    publisher: tuple[str, str] = ("", ""),
 ) -> None:
     """Serve both endpoints until cancelled."""
-    api = EventApi(api_key, ka_interval)
+    api = EventApi(api_key, ka_interval, publisher=publisher)
     http = HttpServer(api.answer, max_body=MAX_BODY)
     _, bound_http = await http.start(host, http_port)
     async with serve(
@@ -468,13 +485,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--api-key", required=True, help="the key subscribers must present")
     parser.add_argument("--ka-interval", type=float, default=DEFAULT_KA_SECONDS)
     parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument(
+        "--publisher-key-id",
+        required=True,
+        help="the access key id publishes are signed with (its secret: LIVE_PUBLISHER_SECRET)",
+    )
     args = parser.parse_args(argv)
     if args.ka_interval <= 0:
         parser.error("--ka-interval must be positive")
+    secret = os.environ.get("LIVE_PUBLISHER_SECRET", "")
+    if not secret:
+        parser.error("LIVE_PUBLISHER_SECRET (the publisher's secret access key) is not set")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("websockets").setLevel(logging.WARNING)
     coroutine = serve_forever(
-        args.http_port, args.ws_port, args.api_key, args.ka_interval, args.host
+        args.http_port,
+        args.ws_port,
+        args.api_key,
+        args.ka_interval,
+        args.host,
+        publisher=(args.publisher_key_id, secret),
     )
     try:
         try:

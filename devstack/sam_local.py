@@ -591,13 +591,15 @@ def invoke_command(
     return cmd
 
 
-def sam_environment() -> dict[str, str]:
-    """What `sam local invoke` itself needs here: no telemetry calls, dummy credentials (the
-    local SQS accepts any), a region."""
+def sam_environment(stack_env: dict[str, str] | None = None) -> dict[str, str]:
+    """What `sam local invoke` itself needs here: no telemetry calls, a region, and the
+    credentials it hands the function: the running stack's (`stack_env`), which its event API
+    checks a publish's signature against, or dummy ones (the local SQS accepts any)."""
+    given = stack_env or os.environ
     return os.environ | {
         "SAM_CLI_TELEMETRY": "0",
-        "AWS_ACCESS_KEY_ID": os.environ.get("AWS_ACCESS_KEY_ID", "local"),
-        "AWS_SECRET_ACCESS_KEY": os.environ.get("AWS_SECRET_ACCESS_KEY", "local"),
+        "AWS_ACCESS_KEY_ID": given.get("AWS_ACCESS_KEY_ID", "local"),
+        "AWS_SECRET_ACCESS_KEY": given.get("AWS_SECRET_ACCESS_KEY", "local"),
         "AWS_DEFAULT_REGION": os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
     }
 

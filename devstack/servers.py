@@ -1106,9 +1106,14 @@ class _PythonServer(_ServerProcess):
             self.stop()
             raise
 
+    def _secret_env(self) -> dict[str, str]:
+        """Secrets the child gets in its environment rather than on its command line."""
+        return {}
+
     def _start(self, timeout: float) -> None:
         assert self._log_dir is not None
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        env.update(self._secret_env())
         log = self._log_dir / self._log_name
 
         def launch(attempt: int) -> None:
@@ -1207,18 +1212,14 @@ class LocalSQS(_PythonServer):
 # AppSync Events
 # --------------------------------------------------------------------------------------
 
-#: What a local publish sends as its Authorization header: the server checks only its form.
-LOCAL_SIGV4 = (
-    "AWS4-HMAC-SHA256 Credential=LOCAL/20260101/us-east-1/appsync/aws4_request,"
-    " SignedHeaders=content-type;host, Signature=local"
-)
-
 
 class LocalEventApi(_PythonServer):
     """The AppSync Events stand-in (``python -m devstack.live_server``) in a child process.
 
     Two ports, as AWS has two domains: HTTP for ``POST /event`` (and our ``/stats``), and
     WebSocket for ``/event/realtime``. Channels and subscriptions live in that process only.
+    Publishes must be SigV4-signed with ``publisher_credentials`` (new random ones unless
+    given): what the local stack gives its functions as their AWS credentials.
     """
 
     _kind = "event-api"
@@ -1232,8 +1233,13 @@ class LocalEventApi(_PythonServer):
         *,
         api_key: str | None = None,
         ka_interval: float | None = None,
+        publisher_credentials: tuple[str, str] | None = None,
     ) -> None:
         super().__init__()
+        self.publisher_credentials = publisher_credentials or (
+            f"LOCAL{secrets.token_hex(8).upper()}",
+            secrets.token_urlsafe(30),
+        )
         self._given_http = http_port
         self._given_ws = ws_port
         self._port_fixed = http_port is not None and ws_port is not None
@@ -1276,12 +1282,16 @@ class LocalEventApi(_PythonServer):
             self._ws_port = self._given_ws if self._given_ws is not None else free_port()
         argv = ["devstack.live_server", "--http-port", str(self._port)]
         argv += ["--ws-port", str(self._ws_port), "--api-key", self._api_key, "--host", LOOPBACK]
+        argv += ["--publisher-key-id", self.publisher_credentials[0]]
         if self.ka_interval is not None:
             argv += ["--ka-interval", str(self.ka_interval)]
         return argv
 
     def _ports(self) -> tuple[int, ...]:
         return (self._port, self._ws_port)
+
+    def _secret_env(self) -> dict[str, str]:
+        return {"LIVE_PUBLISHER_SECRET": self.publisher_credentials[1]}  # not on a command line
 
     def stats(self) -> dict[str, Any]:
         """``GET /stats``: connections, subscriptions, events published per channel, frames
@@ -1291,11 +1301,28 @@ class LocalEventApi(_PythonServer):
             stats: dict[str, Any] = json.load(response)
         return stats
 
+    def signed_headers(
+        self, body: bytes, credentials: tuple[str, str] | None = None
+    ) -> dict[str, str]:
+        """The headers of a ``POST /event`` of ``body`` signed as the publisher signs it
+        (botocore's SigV4, service ``appsync``), with ``credentials`` or the publisher's."""
+        from botocore.auth import SigV4Auth
+        from botocore.awsrequest import AWSRequest
+        from botocore.credentials import Credentials
+
+        host = self.publish_url.split("/")[2]
+        request = AWSRequest(
+            "POST", self.publish_url, {"content-type": "application/json", "host": host}, body
+        )
+        key_id, secret = credentials or self.publisher_credentials
+        SigV4Auth(Credentials(key_id, secret), "appsync", "us-east-1").add_auth(request)
+        return dict(request.headers.items())
+
     def publish(self, channel: str, events: list[str]) -> dict[str, Any]:
-        """Publish JSON texts to ``channel`` as a signed publisher would; returns the answer
+        """Publish JSON texts to ``channel`` as the signed publisher would; returns the answer
         (raises ``urllib.error.HTTPError`` on a refusal)."""
         body = json.dumps({"channel": channel, "events": events}).encode()
-        headers = {"content-type": "application/json", "authorization": LOCAL_SIGV4}
+        headers = self.signed_headers(body)
         request = urllib.request.Request(self.publish_url, body, headers)  # noqa: S310
         with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
             answer: dict[str, Any] = json.load(response)

@@ -13,6 +13,7 @@ import functools
 import json
 import logging
 import os
+import secrets
 import threading
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -163,8 +164,14 @@ class LocalStack:
         endpoint = os.environ.get("SQS_ENDPOINT_URL")
         aws = {
             "AWS_DEFAULT_REGION": os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),
-            "AWS_ACCESS_KEY_ID": os.environ.get("AWS_ACCESS_KEY_ID", "testing"),
-            "AWS_SECRET_ACCESS_KEY": os.environ.get("AWS_SECRET_ACCESS_KEY", "testing"),
+            # The functions' credentials: new ones each start unless given. The local SQS
+            # accepts any; the local event API takes publishes signed with these only.
+            "AWS_ACCESS_KEY_ID": os.environ.get(
+                "AWS_ACCESS_KEY_ID", f"LOCAL{secrets.token_hex(8).upper()}"
+            ),
+            "AWS_SECRET_ACCESS_KEY": os.environ.get(
+                "AWS_SECRET_ACCESS_KEY", secrets.token_urlsafe(30)
+            ),
         }
         visibility, max_receive = _redrive(self.template)
         if not endpoint:
@@ -180,7 +187,11 @@ class LocalStack:
         else:
             queue_url = _ensure_queue(endpoint, aws, visibility, max_receive)
         ws_port, http_port = self.config.live_ports()
-        self.events = LocalEventApi(http_port, ws_port)
+        self.events = LocalEventApi(
+            http_port,
+            ws_port,
+            publisher_credentials=(aws["AWS_ACCESS_KEY_ID"], aws["AWS_SECRET_ACCESS_KEY"]),
+        )
         self._resources.enter_context(self.events)
         log.info(
             "live updates: subscribe at %s, published to %s",

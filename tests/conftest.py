@@ -197,8 +197,9 @@ def api(
             "SQS_ENDPOINT_URL": sqs.endpoint_url,
             "LIVE_EVENTS_URL": event_api.publish_url,
             "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
+            # the functions' credentials: the event API takes publishes signed with these
+            "AWS_ACCESS_KEY_ID": event_api.publisher_credentials[0],
+            "AWS_SECRET_ACCESS_KEY": event_api.publisher_credentials[1],
             "POWERTOOLS_TRACE_DISABLED": "true",
         }
     )

@@ -17,7 +17,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from devstack.servers import LOCAL_SIGV4, LocalEventApi
+from devstack.servers import LocalEventApi
 
 pytestmark = pytest.mark.server  # the module starts its own event API process
 
@@ -71,12 +71,11 @@ async def subscribe(
     return await next_message(ws)
 
 
-def post(api: LocalEventApi, body: Any, auth: str | None = LOCAL_SIGV4) -> tuple[int, Any]:
+def post(api: LocalEventApi, body: Any, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    """POST /event: signed as the publisher signs unless `headers` says otherwise."""
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    headers = {"content-type": "application/json"}
-    if auth is not None:
-        headers["authorization"] = auth
-    request = urllib.request.Request(api.publish_url, data, headers)
+    sent = api.signed_headers(data) if headers is None else headers
+    request = urllib.request.Request(api.publish_url, data, sent)
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, json.load(response)
@@ -391,24 +390,100 @@ TOO_BIG = json.dumps("a" * (240 * 1024 - 1))  # 240 KiB + 1 byte of JSON text
 MAX_SIZE = json.dumps("a" * (240 * 1024 - 2))  # exactly 240 KiB
 
 
+PUBLISH = json.dumps({"channel": "/leaderboards/b", "events": ['"x"']}).encode()
+SHAPE_ONLY = (  # what the local server used to accept: the form of a signature, no signature
+    "AWS4-HMAC-SHA256 Credential=AK/20260101/us-east-1/appsync/aws4_request,"
+    " SignedHeaders=content-type;host, Signature=abc"
+)
+
+
+def _unsigned(authorization: str | None) -> dict[str, str]:
+    headers = {"content-type": "application/json"}
+    if authorization is not None:
+        headers["authorization"] = authorization
+    return headers
+
+
+def _signed_by_someone_else(api: LocalEventApi) -> dict[str, str]:
+    return api.signed_headers(PUBLISH, (api.publisher_credentials[0], "not-the-secret"))
+
+
+def _signed_by_an_unknown_key(api: LocalEventApi) -> dict[str, str]:
+    return api.signed_headers(PUBLISH, ("AKIDSOMEONEELSE", api.publisher_credentials[1]))
+
+
+def _signed_then_resigned_date(api: LocalEventApi) -> dict[str, str]:
+    headers = api.signed_headers(PUBLISH)
+    stamp = headers["X-Amz-Date"]
+    return headers | {"X-Amz-Date": stamp[:-3] + ("00Z" if not stamp.endswith("00Z") else "01Z")}
+
+
 @pytest.mark.parametrize(
-    ("auth", "status"),
+    ("headers", "status"),
     [
-        (None, 401),
-        ("Bearer abc", 401),
-        ("AWS4-HMAC-SHA256 Credential=AK/20260101/us-east-1/execute-api/aws4_request", 401),
-        ("AWS4-HMAC-SHA256 SignedHeaders=host, Signature=abc", 401),
-        ("AWS4-HMAC-SHA256 Credential=AK/20260101/us-east-1/appsync/aws4_request, S=x", 200),
+        (lambda api: _unsigned(None), 401),
+        (lambda api: _unsigned("Bearer abc"), 401),
+        (lambda api: _unsigned(SHAPE_ONLY), 401),
+        (lambda api: _unsigned(SHAPE_ONLY.replace("appsync", "execute-api")), 401),
+        (_signed_by_someone_else, 401),
+        (_signed_by_an_unknown_key, 401),
+        (_signed_then_resigned_date, 401),
+        (lambda api: api.signed_headers(PUBLISH), 200),
+    ],
+    ids=[
+        "none",
+        "bearer",
+        "shape only",
+        "other service",
+        "wrong secret",
+        "unknown key",
+        "date changed",
+        "the publisher",
     ],
 )
-def test_publish_needs_an_appsync_sigv4_authorization(live, auth, status):
-    got, answer = post(live, {"channel": "/leaderboards/b", "events": ['"x"']}, auth=auth)
-    assert got == status
+def test_publish_needs_the_publishers_sigv4_signature(live, headers, status):
+    got, answer = post(live, PUBLISH, headers(live))
+    assert got == status, answer
     if status == 401:
         assert answer["errors"][0]["errorType"] == "UnauthorizedException"
     else:
         assert answer["failed"] == []
         assert uuid.UUID(answer["successful"][0]["identifier"])
+
+
+def test_a_signed_publish_with_a_changed_body_is_refused(live):
+    headers = live.signed_headers(PUBLISH)
+    tampered = PUBLISH.replace(b"/leaderboards/b", b"/leaderboards/c")
+    assert tampered != PUBLISH
+    got, answer = post(live, tampered, headers)
+    assert got == 401 and "does not match" in answer["errors"][0]["message"]
+
+
+def test_a_forged_publish_reaches_no_subscriber(live):
+    """A message with a huge version, had it been delivered, would make clients following the
+    documented gap rules ignore every real update after it."""
+    name = f"{channel()}/weekly"
+    forged = json.dumps({"type": "leaderboard.changed", "version": 10**12, "top": []})
+    body = json.dumps({"channel": name, "events": [forged]}).encode()
+    refused_before = live.stats()["refused_publishes"]
+
+    async def scenario():
+        async with await open_ws(live) as ws:
+            assert (await subscribe(ws, "s", name))["type"] == "subscribe_success"
+            key_id = live.publisher_credentials[0]
+            for headers in (
+                _unsigned(SHAPE_ONLY),
+                live.signed_headers(body, (key_id, "a-guessed-secret")),
+            ):
+                status, _ = await asyncio.to_thread(post, live, body, headers)
+                assert status == 401
+            await publish(live, name, ['{"version":1}'])
+            # the first frame the subscriber gets is the real publish: the forged never came
+            assert await next_message(ws) == {"type": "data", "id": "s", "event": '{"version":1}'}
+
+    asyncio.run(scenario())
+    assert live.stats()["refused_publishes"] == refused_before + 2
+    assert live.stats()["published"].get(name) == 1
 
 
 BAD_PUBLISHES = {
@@ -467,6 +542,7 @@ def test_stats_count_connections_subscriptions_and_frames():
             "subscriptions": 0,
             "published": {},
             "delivered": 0,
+            "refused_publishes": 0,
         }
 
         async def scenario():

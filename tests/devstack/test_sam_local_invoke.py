@@ -52,13 +52,15 @@ def built(image: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return sam_local.build_functions(NATIVE, tmp_path_factory.mktemp("sam-local") / "build")
 
 
-def _sam(command: list[str]) -> subprocess.CompletedProcess[str]:
+def _sam(command: list[str], stack_env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """SAM CLI hands the function the stack's credentials, as `make sam-invoke` does: the
+    event API takes only publishes signed with them."""
     return subprocess.run(
         command,
         cwd=ROOT,
         capture_output=True,
         text=True,
-        env=sam_local.sam_environment(),
+        env=sam_local.sam_environment(stack_env),
         timeout=600,
         check=False,
     )
@@ -190,7 +192,8 @@ def test_every_function_runs_in_a_container_through_sam_local_invoke(
         proc = _sam(
             sam_local.invoke_command(
                 function, event, template=template, env_file=env_file, image=images[function]
-            )
+            ),
+            state["env"],
         )
         timings[function] = round(time.monotonic() - started, 1)
         assert proc.returncode == 0, (function, proc.stderr[-3000:])
@@ -228,7 +231,7 @@ def test_the_deployed_architecture_runs_under_emulation(
         image=sam_local.function_images(built, "arm64")["ApiReadFunction"],
     )
     with sam_local.LoopbackForwarder(host, sam_local.store_ports(state["env"])):
-        proc = _sam(command)
+        proc = _sam(command, state["env"])
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = sam_local.parse_output(proc.stdout)
     assert result["statusCode"] == 200, result

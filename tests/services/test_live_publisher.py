@@ -38,10 +38,10 @@ class OnlyBoards(LiveIndex):
 
 
 @pytest.fixture(autouse=True)
-def aws_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Publishes are SigV4-signed as on AWS; the local event API checks their form only."""
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+def aws_credentials(monkeypatch: pytest.MonkeyPatch, event_api: LocalEventApi) -> None:
+    """Publishes are SigV4-signed as on AWS, with the credentials the event API checks."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", event_api.publisher_credentials[0])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", event_api.publisher_credentials[1])
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
 
 
