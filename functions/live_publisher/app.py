@@ -52,9 +52,11 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     metrics.add_metric(name="LiveTicks", unit="Count", value=report.ticks)
     metrics.add_metric(name="LivePublishes", unit="Count", value=report.published)
     metrics.add_metric(name="LivePublishFailures", unit="Count", value=report.failed)
+    metrics.add_metric(name="LivePublishRefused", unit="Count", value=report.refused)
+    metrics.add_metric(name="LiveMessagesTruncated", unit="Count", value=report.truncated)
     metrics.add_metric(name="LiveBoardErrors", unit="Count", value=report.board_errors)
     summary = dataclasses.asdict(report)
-    if report.failed or report.board_errors or report.dropped_too_big:
+    if report.failed or report.board_errors:
         logger.warning("live publisher run had failures", extra=summary)
     else:
         logger.info("live publisher run", extra=summary)

@@ -313,6 +313,11 @@ def test_live_publisher_alarms():
     assert (failures["Statistic"], failures["Period"]) == ("Sum", 60)
     assert (failures["DatapointsToAlarm"], failures["EvaluationPeriods"]) == (3, 5)
     assert (failures["ComparisonOperator"], failures["Threshold"]) == ("GreaterThanThreshold", 0)
+    refused = _alarm("LivePublishRefusedAlarm")  # a refusal is never transient: the first
+    assert (refused["Namespace"], refused["MetricName"]) == ("Leaderboard", "LivePublishRefused")
+    assert refused["Dimensions"] == service
+    assert (refused["Statistic"], refused["Period"], refused["EvaluationPeriods"]) == ("Sum", 60, 1)
+    assert (refused["ComparisonOperator"], refused["Threshold"]) == ("GreaterThanThreshold", 0)
     assert GLOBALS["Environment"]["Variables"]["POWERTOOLS_METRICS_NAMESPACE"] == "Leaderboard"
     dlq = _alarm("LivePublisherScheduleDLQAlarm")
     assert dlq["MetricName"] == "ApproximateNumberOfMessagesVisible"

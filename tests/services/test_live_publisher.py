@@ -3,6 +3,8 @@ subscribers, coalescing to a rate, and the failures that must stay on the live p
 
 from __future__ import annotations
 
+import json
+import logging
 import threading
 import time
 import uuid
@@ -13,7 +15,7 @@ import pytest
 
 from devstack.live_client import LiveClient
 from devstack.servers import LocalEventApi
-from leaderboard.domain.live import board_channel, channel_name
+from leaderboard.domain.live import board_channel, board_segment, channel_name
 from leaderboard.domain.periods import current_periods
 from leaderboard.domain.submissions import Submission
 from leaderboard.services.live import LivePublisher, LiveReport
@@ -235,9 +237,11 @@ def test_a_publisher_that_cannot_publish_counts_failures_and_keeps_going(
     assert "PublishError" in report.errors[0]
 
 
-def test_one_board_too_big_to_publish_fails_alone(
-    index: RedisIndex, event_api: LocalEventApi, publisher: LivePublisher
+def test_a_board_whose_top_outgrows_the_event_limit_keeps_getting_messages_marked_truncated(
+    index: RedisIndex, event_api: LocalEventApi
 ) -> None:
+    """live_top 100 with ~2.5 KB of metadata each is over AppSync's 240 KB: the message is cut
+    by the documented rule (metadata first), published and marked, never dropped."""
     big, small = f"big-{uuid.uuid4().hex[:8]}", f"small-{uuid.uuid4().hex[:8]}"
     big_board = publish(index, big, periods=["all-time"], live_top=100)
     small_board = publish(index, small, periods=["all-time"])
@@ -246,13 +250,60 @@ def test_one_board_too_big_to_publish_fails_alone(
     for i in range(100):
         submit(index, big_model, big, f"p{i}", i, metadata=fat)
     submit(index, small_model, small, "solo", 1)
+    publisher = LivePublisher(
+        OnlyBoards(index.client, big, small),
+        EventApiPublisher(event_api.publish_url),
+        rate=10,
+        namespace="leaderboards",
+        clock=lambda: NOW,
+    )
     with _client(event_api) as client:
+        client.subscribe(channel_name(big, "all-time", None))
         client.subscribe(channel_name(small, "all-time", None))
         report = LiveReport()
         publisher.tick(report)
-        message = client.next_event(5)
-    assert message["board_id"] == small
-    assert report.dropped_too_big == 1 and report.published >= 1
+        messages = {m["board_id"]: m for m in (client.next_event(5), client.next_event(5))}
+        total, top = big_model.page("all-time", None, 0, 100)
+        # and the next write on the big board is published too: the board did not go quiet
+        submit(index, big_model, big, "p100", 1000, metadata=fat)
+        publisher.tick(report)
+        later = client.next_event(5)
+    assert report.failed == 0 and report.truncated == 2 and report.published == 3
+    message = messages[big]
+    assert message["truncated"] is True and messages[small]["truncated"] is False
+    # 100 x 2.5 KB: metadata went (the changed entries', then the top's), entries stayed
+    assert [(e["rank"], e["player_id"], e["score"]) for e in message["top"]] == [
+        (e["rank"], e["player_id"], num(e["score"])) for e in top
+    ]
+    assert all(e["metadata"] is None for e in message["top"] + message["changed"])
+    assert len(message["changed"]) == 25 and message["changed_truncated"]
+    assert len(json.dumps(message).encode()) <= 230 * 1024 and message["total"] == total
+    assert later["truncated"] is True and later["top"][0]["player_id"] == "p100"
+    assert later["previous_version"] == message["version"]
+
+
+def test_a_refused_publish_is_logged_and_counted(
+    index: RedisIndex, event_api: LocalEventApi, board_id: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Signed with credentials the event API does not know: refused (401), and the publisher
+    says so at once, counts it apart from transient failures (LivePublishRefused, alarmed
+    on AWS) and goes on."""
+    board = publish(index, board_id, periods=["all-time"])
+    model = ModelBoard(board)
+    submit(index, model, board_id, "p1", 5)
+    publisher = LivePublisher(
+        OnlyBoards(index.client, board_id),
+        EventApiPublisher(event_api.publish_url),
+        rate=10,
+        namespace="leaderboards",
+    )
+    report = LiveReport()
+    with pytest.MonkeyPatch.context() as env, caplog.at_level(logging.ERROR):
+        env.setenv("AWS_SECRET_ACCESS_KEY", "not-the-publishers-secret")
+        publisher.tick(report)
+    assert (report.messages, report.failed, report.refused, report.published) == (1, 1, 1, 0)
+    refusals = [r for r in caplog.records if "refused (401)" in r.getMessage()]
+    assert len(refusals) == 1 and board_segment(board_id) in refusals[0].getMessage()
 
 
 def test_a_run_keeps_ticking_past_its_time_until_the_next_run_takes_over(

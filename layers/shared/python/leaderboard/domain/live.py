@@ -9,6 +9,7 @@ valid segment, one-to-one, and the board object carries the result so clients ne
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,8 +20,8 @@ MAX_LIVE_TOP = 100
 # Enough to show who moved in a tick, and small enough that a message with the default top
 # stays within one 5 KB metering unit of the event API (docs/cost.md).
 DEFAULT_MAX_CHANGED = 25
-# AppSync Events refuses an event over 240 KiB; a message is kept under this to leave room for
-# the publish envelope.
+# AppSync Events refuses an event over 240 KiB; a message is cut to this to leave room for the
+# publish envelope (fit_message).
 MAX_MESSAGE_BYTES = 230 * 1024
 MESSAGE_TYPE = "leaderboard.changed"
 
@@ -111,16 +112,44 @@ class ChannelUpdate:
             "top": [e.to_json() for e in self.top],
             "changed": [e.to_json() for e in self.changed],
             "changed_truncated": self.changed_truncated,
+            "truncated": False,
             "published_at": published_at,
         }
 
 
-def fit_message(message: dict[str, Any], encode: Any, limit: int = MAX_MESSAGE_BYTES) -> str | None:
-    """The message as text within `limit` bytes: the changed entries go first (a client that
-    misses them refetches), then the message is dropped (None) rather than refused downstream."""
-    text: str = encode(message)
-    if len(text.encode()) <= limit:
-        return text
-    trimmed = dict(message, changed=[], changed_truncated=True)
-    text = encode(trimmed)
-    return text if len(text.encode()) <= limit else None
+def fit_message(
+    message: dict[str, Any], encode: Callable[[dict[str, Any]], str], limit: int = MAX_MESSAGE_BYTES
+) -> tuple[str, bool]:
+    """The message as text within `limit` bytes, and whether anything was left out.
+
+    A live board must never go quiet, so a message too big for the event API is cut, never
+    dropped. The rule (docs/API.md, "Message size"): leave out the changed entries' metadata,
+    then the top entries' metadata, then the changed entries, then top entries from the last
+    up, until it fits. A cut message says `"truncated": true`; the client reads what it lacks.
+    """
+    text = encode(message)
+    if _fits(text, limit):
+        return text, False
+    cut = dict(message, truncated=True)
+    cut["changed"] = [dict(e, metadata=None) for e in message["changed"]]
+    for step in ("top metadata", "changed", "top"):
+        text = encode(cut)
+        if _fits(text, limit):
+            return text, True
+        if step == "top metadata":
+            cut["top"] = [dict(e, metadata=None) for e in message["top"]]
+        elif step == "changed":
+            cut["changed"], cut["changed_truncated"] = [], True
+    top = cut["top"]
+    low, high = 0, len(top)  # the most top entries that fit: `low` always does
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _fits(encode(dict(cut, top=top[:middle])), limit):
+            low = middle
+        else:
+            high = middle - 1
+    return encode(dict(cut, top=top[:low])), True
+
+
+def _fits(text: str, limit: int) -> bool:
+    return len(text.encode()) <= limit

@@ -39,8 +39,9 @@ class LiveReport:
     ticks: int = 0
     messages: int = 0
     published: int = 0
-    failed: int = 0
-    dropped_too_big: int = 0
+    failed: int = 0  # not published: the event API refused it, or did not answer
+    refused: int = 0  # of those, refused (4xx): a defect or misconfiguration, never transient
+    truncated: int = 0  # published cut to the event size limit (domain.live.fit_message)
     board_errors: int = 0
     entries_read: int = 0
     entries_skipped: int = 0
@@ -51,6 +52,13 @@ class LiveReport:
     def note(self, error: str) -> None:
         if len(self.errors) < 20:  # a sample for the log, not every repeat
             self.errors.append(error[:300])
+
+
+@dataclass(frozen=True, slots=True)
+class _Outcome:
+    truncated: bool
+    error: str | None = None
+    refused: bool = False
 
 
 def _encode(message: dict[str, Any]) -> str:
@@ -121,26 +129,30 @@ class LivePublisher:
             return
         published_at = _iso_ms(now)
         outcomes = self._pool.map(lambda u: self._publish(u, published_at), updates)
-        for update, outcome in zip(updates, outcomes, strict=True):
+        for outcome in outcomes:
             report.messages += 1
-            if outcome is None:
+            report.truncated += outcome.truncated
+            if outcome.error is None:
                 report.published += 1
-            elif outcome == "too_big":
-                report.dropped_too_big += 1
-                report.note(f"{update.name(self.namespace)}: message over the event size limit")
-            else:
-                report.failed += 1
-                report.note(outcome)
+                continue
+            report.failed += 1
+            report.refused += outcome.refused
+            report.note(outcome.error)
 
-    def _publish(self, update: ChannelUpdate, published_at: str) -> str | None:
-        text = fit_message(update.to_message(published_at), _encode)
-        if text is None:
-            return "too_big"
+    def _publish(self, update: ChannelUpdate, published_at: str) -> _Outcome:
+        channel = update.name(self.namespace)
+        text, truncated = fit_message(update.to_message(published_at), _encode)
+        if truncated:
+            log.info("%s: message cut to the event size limit (truncated: true)", channel)
         try:
-            self.publisher.publish(update.name(self.namespace), [text])
+            self.publisher.publish(channel, [text])
         except Exception as exc:  # any failure of one channel stays with that channel
-            return f"{type(exc).__name__}: {exc}"
-        return None
+            status = getattr(exc, "status", None)
+            refused = isinstance(status, int) and 400 <= status < 500
+            if refused:  # logged at once: subscribers of this channel now miss messages
+                log.error("publish to %s refused (%s): %s", channel, status, exc)
+            return _Outcome(truncated, f"{type(exc).__name__}: {exc}", refused)
+        return _Outcome(truncated)
 
     # --- a run: ticks until the deadline or a newer run asks to take over -------------------
     def run(
