@@ -3,28 +3,38 @@ subscribers, coalescing to a rate, and the failures that must stay on the live p
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
+import signal
 import threading
 import time
 import uuid
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 
 from devstack.live_client import LiveClient
-from devstack.servers import LocalEventApi
+from devstack.servers import EmbeddedValkey, LocalEventApi
+from leaderboard.domain.auth import Caller
 from leaderboard.domain.live import board_channel, board_segment, channel_name
 from leaderboard.domain.periods import current_periods
 from leaderboard.domain.submissions import Submission
 from leaderboard.services.live import LivePublisher, LiveReport
+from leaderboard.services.scores import ScoreService
 from leaderboard.stores.event_api import EventApiPublisher
+from leaderboard.stores.redis_client import connect
 from leaderboard.stores.redis_index import RedisIndex
 from leaderboard.stores.redis_live import LiveIndex
-from tests.support.boards import publish
+from tests.support.boards import ListSink, publish
 from tests.support.live import NOW, num, submit
 from tests.support.reference_model import ModelBoard
+
+SERVER = Caller("game-server", frozenset({"leaderboard/server"}))
 
 
 class OnlyBoards(LiveIndex):
@@ -333,3 +343,87 @@ def test_a_run_keeps_ticking_past_its_time_until_the_next_run_takes_over(
     assert reports["first"].ticks >= 6  # ~1.2 s at 10 ticks/s (12), not 0.3 s (3)
     assert second.waited_for_lease_ms < 500  # taken over within a tick or so
     assert second.ticks >= 3 and ended < 5
+
+
+@pytest.mark.parametrize("fault", ["killed and restarted empty", "frozen for 3 s"])
+def test_live_messages_come_back_within_2_s_of_redis_answering_again(
+    event_api: LocalEventApi, tmp_path: Path, fault: str
+) -> None:
+    """Under writes, Redis killed and restarted empty (the board then restored, as the rebuild
+    does), or frozen: the publisher's run goes on through the fault, and the next live message
+    comes within 2 s of Redis answering again, not at the next run a minute later."""
+    board_id = f"fault-{uuid.uuid4().hex[:8]}"
+    with EmbeddedValkey(tmp_path / "valkey") as valkey:  # its own: this test kills it
+        index = RedisIndex(connect(valkey.url, timeout=0.5))
+        publish(index, board_id, periods=["all-time"])
+        scores = ScoreService(index, ListSink(), lambda: NOW)
+        publisher = LivePublisher(
+            LiveIndex(connect(valkey.url, timeout=0.5)),
+            EventApiPublisher(event_api.publish_url),
+            rate=4,
+            namespace="leaderboards",
+        )
+        stop = threading.Event()
+        received: list[float] = []
+
+        def write() -> None:
+            n = 0
+            while not stop.is_set():
+                n += 1
+                with contextlib.suppress(Exception):  # refused or unreachable while faulted
+                    scores.submit(board_id, {"player_id": f"p{n % 7}", "score": n}, SERVER, None)
+                time.sleep(0.05)
+
+        def listen(client: LiveClient) -> None:
+            while not stop.is_set():
+                with contextlib.suppress(TimeoutError):
+                    client.next_event(0.2)
+                    received.append(time.monotonic())
+
+        run = threading.Thread(target=publisher.run, args=("under-test", 60.0), daemon=True)
+        with _client(event_api) as client:
+            client.subscribe(channel_name(board_id, "all-time", None))
+            threads = [
+                threading.Thread(target=f, daemon=True) for f in (write, lambda: listen(client))
+            ]
+            for thread in [run, *threads]:
+                thread.start()
+            try:
+                _wait_for(lambda: len(received) >= 2, 5)  # live before the fault
+                if fault.startswith("killed"):
+                    valkey.kill()
+                    time.sleep(1)
+                    valkey.start()
+                else:
+                    os.kill(valkey.pid, signal.SIGSTOP)
+                    time.sleep(3)
+                    os.kill(valkey.pid, signal.SIGCONT)
+                answering = _answering_again(valkey.url)
+                if fault.startswith("killed"):
+                    publish(index, board_id, periods=["all-time"])  # what the rebuild restores
+                _wait_for(lambda: received[-1] > answering, 10)
+                first = min(t for t in received if t > answering)
+            finally:
+                stop.set()
+                LiveIndex(connect(valkey.url)).ask_to_hand_over("the-test", 5000)
+                for thread in [run, *threads]:
+                    thread.join(10)
+    assert first - answering <= 2.0, f"first live message {first - answering:.2f} s after"
+    assert not run.is_alive()
+
+
+def _answering_again(url: str) -> float:
+    client = redis.Redis.from_url(url, socket_timeout=0.2)
+    while True:
+        with contextlib.suppress(redis.RedisError):
+            if client.ping():
+                client.close()
+                return time.monotonic()
+        time.sleep(0.01)
+
+
+def _wait_for(condition: Any, seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)

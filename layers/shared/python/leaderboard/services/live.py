@@ -165,28 +165,37 @@ class LivePublisher:
         started = self.monotonic()
         deadline = started + seconds + wait_for_successor
         while True:
-            self.index.ask_to_hand_over(owner, lease_ms)  # renewed until the running one sees it
-            if self.index.take_lease(owner, lease_ms):
-                break
+            try:
+                # renewed until the running one sees it
+                self.index.ask_to_hand_over(owner, lease_ms)
+                if self.index.take_lease(owner, lease_ms):
+                    break
+            except Exception as exc:  # Redis unreachable: try again, it may come back
+                report.board_errors += 1
+                report.note(f"lease: {type(exc).__name__}: {exc}")
             if self.monotonic() >= deadline:
-                report.note("another run kept the lease until this run's deadline")
+                report.note("no lease before this run's deadline")
                 return report
             self.sleep(min(0.05, self.interval))
         report.waited_for_lease_ms = int((self.monotonic() - started) * 1000)
         try:
             next_tick = self.monotonic()
             while self.monotonic() < deadline:
-                if self.index.successor_waiting(owner):
-                    report.handed_over = True
-                    break
-                if not self.index.take_lease(owner, lease_ms):
-                    report.note("lost the lease")  # expired while this run was stalled
-                    break
+                # Every Redis call of an iteration is in here: a run must never sit out the rest
+                # of its minute because Redis was down or frozen for a moment (docs/API.md: a
+                # live board is back within 2 s of Redis answering again).
                 try:
+                    if self.index.successor_waiting(owner):
+                        report.handed_over = True
+                        break
+                    if not self.index.take_lease(owner, lease_ms):
+                        report.note("lost the lease")  # another run holds it now
+                        break
                     self.tick(report)
                 except Exception as exc:  # Redis unreachable: keep ticking, it may come back
                     report.board_errors += 1
                     report.note(f"tick: {type(exc).__name__}: {exc}")
+                    self._catalog_at = float("-inf")  # read the boards anew once it answers
                 next_tick += self.interval
                 pause = next_tick - self.monotonic()
                 if pause > 0:
