@@ -34,6 +34,7 @@ from botocore.config import Config
 
 from chaos.checker import RETRYABLE, Board, Submission, Verdict, check
 from devstack import tokens
+from devstack.live_client import LiveClient
 from devstack.servers import EmbeddedPostgres, EmbeddedValkey, LocalSQS, free_port
 from devstack.stack import LocalStack, StackConfig
 
@@ -97,6 +98,7 @@ class FaultWindow:
     ended: float = 0.0
     recovered_at: float | None = None  # first acknowledged write on every board
     drained_at: float | None = None  # every write acknowledged so far is in PostgreSQL
+    redis_back_at: float | None = None  # Valkey faults: when it answered PING again
     details: dict[str, Any] = field(default_factory=dict)
 
 
@@ -158,6 +160,7 @@ class Harness:
         self.reads: Counter[int] = Counter()
         self.windows: list[FaultWindow] = []
         self.queue_samples: list[tuple[float, int | None]] = []
+        self.live_messages: list[tuple[float, str]] = []  # (monotonic, board) as received
         self._lock = threading.Lock()
         self._seq = itertools.count(1)  # the clients' order of submissions, across load phases
         self._stop_load = threading.Event()
@@ -202,6 +205,8 @@ class Harness:
         admin.close()
         self._monitor = threading.Thread(target=self._watch_queue, name="chaos-queue", daemon=True)
         self._monitor.start()
+        self._listener = threading.Thread(target=self._listen, name="chaos-live", daemon=True)
+        self._listener.start()
 
     def stop(self) -> None:
         self._stop_load.set()
@@ -359,6 +364,47 @@ class Harness:
 
     # ------------------------------------------------------------------ observation
 
+    def _listen(self) -> None:
+        """A WebSocket subscriber to every board's channels, as a client would follow them:
+        what it receives, and when, shows how soon live updates come back after a fault."""
+        assert self.stack is not None
+        config = self.stack.live_config()
+        if config is None:
+            return
+        while not self._monitor_stop.is_set():
+            try:
+                with LiveClient(
+                    config["realtime_url"], config["http_host"], config["api_key"]
+                ) as client:
+                    for board in self.boards:
+                        client.subscribe(f"/{config['namespace']}/{board.board_id}/*")
+                    while not self._monitor_stop.is_set():
+                        with contextlib.suppress(TimeoutError):
+                            message = client.next_event(0.5)
+                            with self._lock:
+                                self.live_messages.append((time.monotonic(), message["board_id"]))
+            except (OSError, ConnectionError) as exc:
+                log.warning("live subscriber: %s; reconnecting", exc)
+                time.sleep(0.5)
+
+    def first_live_message(self, after: float) -> float | None:
+        """When the subscriber first received a message after `after` (monotonic), or None."""
+        with self._lock:
+            return next((at for at, _ in self.live_messages if at > after), None)
+
+    def _redis_answering(self, limit: float = 30.0) -> float:
+        client = self.valkey.client(socket_timeout=0.2)
+        deadline = time.monotonic() + limit
+        try:
+            while time.monotonic() < deadline:
+                with contextlib.suppress(Exception):
+                    if client.ping():
+                        return time.monotonic()
+                time.sleep(0.01)
+        finally:
+            client.close()
+        raise RuntimeError(f"Valkey did not answer within {limit} s")
+
     def queue_client(self) -> Any:
         assert self.stack is not None
         return boto3.client(
@@ -412,6 +458,12 @@ class Harness:
             return None
         return int(row[0]) if row else 0
 
+    def first_ack_on_any_board(self, after: float) -> float | None:
+        """When the first write sent after `after` (monotonic) was acknowledged, or None."""
+        with self._lock:
+            acks = [a.ended for a in self.attempts if a.status == 200 and a.started >= after]
+        return min(acks, default=None)
+
     def first_ack_on_every_board(self, after: float) -> float | None:
         """When every board had acknowledged a write sent after `after` (monotonic), or None."""
         firsts: dict[str, float] = {}
@@ -457,18 +509,24 @@ class Harness:
         time.sleep(quiet)
 
     def kill_valkey(self) -> None:
-        with self.fault("valkey-kill", "Valkey SIGKILLed, restarted empty on the same port"):
+        with self.fault(
+            "valkey-kill", "Valkey SIGKILLed, restarted empty on the same port"
+        ) as window:
             self.valkey.kill()
             time.sleep(0.5)
             self.valkey.start()
+            window.redis_back_at = self._redis_answering()
 
     def freeze_valkey(self, seconds: float) -> None:
-        with self.fault("valkey-freeze", f"Valkey SIGSTOPped for {seconds:g} s, then SIGCONT"):
+        with self.fault(
+            "valkey-freeze", f"Valkey SIGSTOPped for {seconds:g} s, then SIGCONT"
+        ) as window:
             os.kill(self.valkey.pid, signal.SIGSTOP)
             try:
                 time.sleep(seconds)
             finally:
                 os.kill(self.valkey.pid, signal.SIGCONT)
+            window.redis_back_at = self._redis_answering()
 
     def restart_postgres(self) -> None:
         with self.fault("postgres-restart", "PostgreSQL stopped (fast) and started again"):

@@ -10,10 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chaos.harness import CONNECTION_ERROR, TIMEOUT, Harness
+from chaos.harness import CONNECTION_ERROR, TIMEOUT, FaultWindow, Harness
 
 log = logging.getLogger("chaos")
 RESULTS = Path(__file__).resolve().parent.parent / "bench-results"
+# A live board is back within this many seconds of Redis answering again (docs/API.md).
+LIVE_TARGET_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -94,6 +96,7 @@ def figures(
                 "other_5xx": sum(1 for a in inside if a.status >= 500 and a.status != 503),
                 "recovery_s": _round(w.recovered_at, w.ended),
                 "drain_s": _round(w.drained_at, w.ended),
+                **_live_recovery(harness, w),
                 **w.details,
             }
         )
@@ -123,6 +126,30 @@ def figures(
         "faults": faults,
         "queue_depth_max": max(depths, default=0),
         "final_drain_s": round(settle, 1),
+    }
+
+
+def _live_recovery(harness: Harness, window: FaultWindow) -> dict[str, Any]:
+    """For a Redis fault, seconds from Redis answering again to the first live message a
+    subscriber received (`live_s`) and to the first acknowledged write (`first_ack_s`).
+
+    A live message needs a write: after Valkey restarts empty the boards are lost and writes
+    answer 503 until the maintenance rebuilds them, so there the target (LIVE_TARGET_S) counts
+    from the first write the board took again; after a freeze, from Redis answering."""
+    back = window.redis_back_at
+    if back is None:
+        return {}
+    first_ack = harness.first_ack_on_any_board(back)
+    first_live = harness.first_live_message(back)
+    writable = max(back, first_ack) if first_ack is not None else None
+    return {
+        "live_s": _round(first_live, back),
+        "first_ack_s": _round(first_ack, back),
+        "live_within_target": (
+            first_live is not None
+            and writable is not None
+            and first_live - writable <= LIVE_TARGET_S
+        ),
     }
 
 
@@ -161,17 +188,25 @@ def table(data: dict[str, Any]) -> str:
         f" p99 {data['ack_latency_ms']['p99']} ms, max {data['ack_latency_ms']['max']} ms",
         "",
         f"  {'fault':<18}{'lasted':>8}{'attempts':>10}{'503':>6}{'conn':>6}{'other5xx':>9}"
-        f"{'recovery':>10}{'drain':>8}",
+        f"{'recovery':>10}{'drain':>8}{'live':>8}",
     ]
     for f in data["faults"]:
         lines.append(
             f"  {f['fault']:<18}{f['lasted_s']:>7}s{f['attempts']:>10}{f['503']:>6}"
             f"{f['connection_errors'] + f['timeouts']:>6}{f['other_5xx']:>9}"
-            f"{_s(f['recovery_s']):>10}{_s(f['drain_s']):>8}"
+            f"{_s(f['recovery_s']):>10}{_s(f['drain_s']):>8}{_s(f.get('live_s')):>8}"
         )
     lines += [
         "",
         f"  queue depth max {data['queue_depth_max']}, final drain {data['final_drain_s']} s",
+        f"  live: first message after Redis answered again (target: {LIVE_TARGET_S:g} s after"
+        " the board takes writes again): "
+        + ", ".join(
+            f"{f['fault']} {_s(f['live_s'])} (first ack {_s(f['first_ack_s'])},"
+            f" {'within' if f['live_within_target'] else 'MISSED'})"
+            for f in data["faults"]
+            if "live_s" in f
+        ),
         f"  checker: lost {check['lost']}, duplicated {check['duplicated']},"
         f" 5xx other than 503 {check['bad_statuses'] or 0},"
         f" events in the log {check['events_in_log']}"

@@ -42,6 +42,10 @@ def test_faults_lose_nothing_and_a_short_soak_stays_bounded(tmp_path):
             "persister-batches",
         ]
         assert all(f["attempts"] > 0 for f in data["faults"])
+        # Live updates came back after each Redis fault, and the run says how soon.
+        live = {f["fault"]: f for f in data["faults"] if "live_s" in f}
+        assert set(live) == {"valkey-kill", "valkey-freeze"}
+        assert all(f["live_within_target"] for f in live.values()), live
         assert data["statuses"].get("503", 0) > 0
         assert check["acknowledged"] > 100
         assert check["sets_checked"] >= 20
