@@ -191,6 +191,7 @@ class LivePublisher:
                     if not self.index.take_lease(owner, lease_ms):
                         report.note("lost the lease")  # another run holds it now
                         break
+                    tick_started = self.monotonic()  # with the clock the tick stamps
                     self.tick(report)
                 except Exception as exc:  # Redis unreachable: keep ticking, it may come back
                     report.board_errors += 1
