@@ -10,7 +10,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 export PYTHONPATH := $(CURDIR)/layers/shared/python:$(CURDIR)
 
 .PHONY: help setup run test test-fast test-random lint typecheck validate unit token invoke build lock clean browser \
-	bench runtime-python chaos soak fuzz lambda-image sam-env sam-invoke
+	bench engine runtime-python chaos soak fuzz lambda-image sam-env sam-invoke
 
 help:
 	@echo "make run     start the whole system locally (API on http://127.0.0.1:3000)"
@@ -76,7 +76,7 @@ COVERAGE = --cov --cov-report=term --cov-fail-under=85
 unit: setup
 	$(PY) -m pytest $(PARALLEL) $(COVERAGE) $(PYTEST_ARGS)
 
-test: lint typecheck validate browser unit
+test: lint typecheck validate browser engine unit
 
 # The inner loop: every test that needs no server (no Valkey, PostgreSQL, SQS or event API,
 # no stack) and is not slow. TEST_NO_SERVERS=1 makes starting a server fail the test.
@@ -101,6 +101,16 @@ browser:
 	  echo "CI needs Chromium for the browser test: install the 'chromium' package"; exit 1; \
 	else \
 	  echo "Chromium is not installed: the browser test will be skipped (apt-get install chromium)"; \
+	fi
+
+# Docker and qemu for the `sam local invoke` tests, from the OS packages, when root with apt.
+# Done before the suite: package installs add system accounts, and must not race the test
+# workers that create the embedded PostgreSQL's account. Elsewhere those tests skip.
+engine: setup
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  $(PY) -m devstack engine; \
+	else \
+	  echo "not root with apt-get: the sam local invoke tests skip unless Docker already runs"; \
 	fi
 
 bench: setup

@@ -1,4 +1,4 @@
-"""`python -m devstack run | token | invoke | lambda-image | sam-env | sam-invoke`: what
+"""`python -m devstack run | token | invoke | lambda-image | engine | sam-env | sam-invoke`: what
 `make run`, `make token`, `make invoke`, `make lambda-image` and `make sam-invoke` do."""
 
 from __future__ import annotations
@@ -118,6 +118,18 @@ def lambda_image(args: argparse.Namespace) -> int:
     return 0
 
 
+def engine(args: argparse.Namespace) -> int:
+    """Prepare Docker (and arm64 emulation) for the `sam local invoke` tests before the suite
+    starts: installing OS packages adds system accounts, which must not happen while test
+    workers are creating and using the PostgreSQL account. Never fails: the tests report."""
+    from devstack import sam_local
+
+    for arch in dict.fromkeys([sam_local.native_arch(), "arm64"]):
+        problem = sam_local.engine_problem(arch)
+        print(f"docker ({arch}): {problem or 'ready'}")
+    return 0
+
+
 def sam_env(args: argparse.Namespace) -> int:
     """The --env-vars file for `sam local invoke`, pointing at the running local stack."""
     from devstack import sam_local
@@ -167,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     img = sub.add_parser("lambda-image", help="build the local python3.13 Lambda image")
     img.add_argument("--arch", default="arm64", choices=["arm64", "x86_64"])
     img.set_defaults(func=lambda_image)
+    sub.add_parser("engine", help="install and start Docker for the sam local tests").set_defaults(
+        func=engine
+    )
     env = sub.add_parser("sam-env", help="write the --env-vars file for the running stack")
     env.add_argument("--out", default=str(default_data_dir() / "sam-env.json"))
     env.add_argument(
