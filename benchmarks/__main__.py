@@ -9,7 +9,8 @@ BENCH_ENTRIES the rollover/rebuild size, BENCH_EVENTS the persister workload, BE
 (default 100000) and BENCH_HTTP_SUSTAINED_SECONDS (default 60) the `make run` HTTP suite.
 BENCH_LIVE_RATES (writes/s, default 1,100,1000), BENCH_LIVE_SUBSCRIBERS (default 1,100,1000) and
 BENCH_LIVE_SECONDS (measured seconds per cell, default 5; at least 10 writes a cell) set the
-live updates suite.
+live updates suite. BENCH_SUBMIT_SIZES (default 2000,1000000) sets the board sizes of the Redis
+CPU per submission suite (benchmarks/submit_cpu.py).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ def main() -> int:
         live_latency,
         persister_throughput,
         player_history,
+        submit_cpu,
     )
 
     # `make run` under load first: it starts stores of its own, and the machine is quiet.
@@ -82,6 +84,12 @@ def main() -> int:
         )
     )
     results["live_targets"] = live_latency.targets(results["live"])
+    # Redis CPU per submission, hot, on a Valkey of its own with nothing else to do.
+    with EmbeddedValkey() as idle:
+        results["submit_cpu"] = submit_cpu.run(
+            idle.url,
+            submit_cpu.Settings(sizes=tuple(_ints("BENCH_SUBMIT_SIZES", "2000,1000000"))),
+        )
 
     with EmbeddedValkey() as valkey, EmbeddedPostgres() as postgres:
         database_url = postgres.create_database("bench")
@@ -115,6 +123,11 @@ def main() -> int:
         results["live"]["rows"],
     )
     _table("Live updates targets", results["live_targets"])
+    _table(
+        "Redis CPU per submission, hot (INFO commandstats), vs the ZADD + ZCOUNT + XADD floor"
+        " and the pre-issue-22 script (baseline)",
+        results["submit_cpu"],
+    )
     _table("API operations through the real handlers vs the bare redis-py floor", results["api"])
     print("summary:", json.dumps(results["api_summary"], default=str))
     _table("Player history pages from the archive vs the bare psycopg floor", results["history"])

@@ -47,6 +47,7 @@ from devstack.template import load as load_template
 from leaderboard.domain.boards import parse_board_request
 from leaderboard.domain.clock import to_ms
 from leaderboard.domain.periods import ALL_TIME, WEEKLY, current_period, current_periods
+from leaderboard.domain.submissions import Submission
 from leaderboard.stores.redis_client import RedisLike, connect
 from leaderboard.stores.redis_index import CATALOG_KEY, BoardKeys, RedisIndex
 
@@ -313,38 +314,21 @@ def _standings_call(api: _Api, board_id: str, player: str) -> _Call:
 
 def _submit_call(api: _Api, board_id: str, player: str, score: int) -> _Call:
     """A submission through the handler, and the script call RedisIndex.submit makes for it
-    (no Idempotency-Key, no region)."""
+    (no Idempotency-Key, no region), built by the store itself from the board's rules."""
     body = {"player_id": player, "score": score, "metadata": {"name": player}}
     event = _event(api, "POST", f"/boards/{board_id}/scores", body=body)
-    keys = BoardKeys(board_id)
+    index = api.write.index
     now = datetime.now(UTC)
-    script_keys = [
-        keys.cfg,
-        keys.prefix + "idem:-",
-        keys.seq,
-        keys.meta,
-        keys.refs,
-        keys.registry,
-        keys.rate(player),
-        keys.outbox,
-    ]
-    candidates: list[str] = []
-    for kind, period in current_periods(now).items():
-        script_keys += [keys.zset(period.id), keys.members(period.id)]
-        candidates += [kind, period.id, "", keys.suffix(period.id, None)]
-    args: list[Any] = [
-        player,
-        str(score),
-        "",
-        json.dumps(body["metadata"], separators=(",", ":")),
-        to_ms(now),
-        str(uuid.uuid4()),
-        "",
-        api.write.index.idempotency_ttl,
-        len(candidates) // 4,
-        *candidates,
-    ]
-    return _Call(api.write, event, api.write.index._submit, script_keys, args, (4, 5))
+    script_keys, args = index.submit_call(
+        board_id,
+        Submission(player, score, None, {"name": player}),
+        index.write_rules(board_id),
+        event_id=str(uuid.uuid4()),
+        now_ms=to_ms(now),
+        periods=current_periods(now),
+        idempotency=None,
+    )
+    return _Call(api.write, event, index._submit, script_keys, args, (3, 4))
 
 
 def _operations(api: _Api, boards: dict[str, str], size: int) -> list[_Op]:

@@ -2,6 +2,7 @@
 
 Layout, every key of a board under the hash tag `{board}` so one script can touch them all:
   lb:{b}:cfg            compact board rules read by the scripts (JSON)
+  lb:{b}:range          "lo hi": bounds of every score on the board (blind increments)
   lb:{b}:z:<period>[:R] sorted set of one period (and region R): member -> score
   lb:{b}:m:<period>[:R] ties=first boards: player -> member (member = arrival prefix + player)
   lb:{b}:meta           player -> metadata JSON
@@ -99,6 +100,10 @@ class BoardKeys:
         return self.prefix + "cfg"
 
     @property
+    def range(self) -> str:
+        return self.prefix + "range"
+
+    @property
     def meta(self) -> str:
         return self.prefix + "meta"
 
@@ -186,7 +191,14 @@ class PeriodStanding:
     total: int
 
 
+def _split_suffix(suffix: str) -> tuple[str, str | None]:
+    period, _, region = suffix.partition(":")
+    return period, region or None
+
+
 def _parse_record(record: str, replayed: bool) -> SubmitResult:
+    """A submission's record. Lines carry the set's suffix (period[:region]); records written
+    before issue 22 (still in outboxes and idempotency records) carry period and region."""
     head, *lines = record.split("\n")
     event_id, applied, version, now_ms, operation = head.split("\t")
     standings: list[Standing] = []
@@ -194,14 +206,24 @@ def _parse_record(record: str, replayed: bool) -> SubmitResult:
     for line in lines:
         fields = line.split("\t")
         if fields[0] == "-":
-            _, period, region, player, gone = fields
-            evictions.append(Eviction(period, region or None, player, gone == "1"))
+            if len(fields) == 4:
+                _, suffix, player, gone = fields
+                period, region = _split_suffix(suffix)
+            else:
+                _, period, old_region, player, gone = fields
+                region = old_region or None
+            evictions.append(Eviction(period, region, player, gone == "1"))
             continue
-        period, region, score, rank, changed = fields
+        if len(fields) == 4:
+            suffix, score, rank, changed = fields
+            period, region = _split_suffix(suffix)
+        else:
+            period, old_region, score, rank, changed = fields
+            region = old_region or None
         standings.append(
             Standing(
                 period=period,
-                region=region or None,
+                region=region,
                 score=format_score(float(score)),
                 rank=int(rank) if rank else None,
                 changed=changed == "1",
@@ -219,7 +241,66 @@ def _parse_record(record: str, replayed: bool) -> SubmitResult:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class WriteRules:
+    """The board rules the submit script needs, as cached by the caller with the cfg text they
+    were read from (the script proves them current with one GET)."""
+
+    text: str
+    periods: frozenset[str]
+    regions: frozenset[str]
+    args: tuple[str, ...]  # ARGV 11-17 of submit.lua
+    mode: str
+    first: bool
+    min: float | None
+    max: float | None
+    max_increment: float | None
+
+    @classmethod
+    def parse(cls, text: str) -> WriteRules:
+        cfg = json.loads(text)
+
+        def opt(name: str) -> str:
+            value = cfg.get(name)
+            return "" if value is None else str(value)
+
+        return cls(
+            text=text,
+            periods=frozenset(cfg["periods"]),
+            regions=frozenset(cfg.get("regions") or ()),
+            args=(
+                cfg["mode"],
+                "1" if cfg["sort"] == "desc" else "",
+                "1" if cfg["ties"] == "first" else "",
+                opt("min"),
+                opt("max"),
+                opt("rate"),
+                opt("max_entries"),
+            ),
+            mode=cfg["mode"],
+            first=cfg["ties"] == "first",
+            min=cfg.get("min"),
+            max=cfg.get("max"),
+            max_increment=cfg.get("max_inc"),
+        )
+
+    def precheck(self, submission: Submission) -> str:
+        """What the script would refuse, found without Redis (answered after idempotency)."""
+        if submission.region and submission.region not in self.regions:
+            return "unknown_region"
+        score = submission.score
+        if self.mode == "increment":
+            if self.max_increment is not None and abs(score) > self.max_increment:
+                return "max_increment"
+        elif (self.min is not None and score < self.min) or (
+            self.max is not None and score > self.max
+        ):
+            return "bounds"
+        return ""
+
+
 _NO_BOARD = "board not found"
+_RULES_CACHE_SIZE = 4096
 
 
 class RedisIndex:
@@ -237,6 +318,8 @@ class RedisIndex:
         self._periods = client.register_script(_script("periods"))
         self._purge_set = client.register_script(_script("purge_set"))
         self._players = client.register_script(_script("players"))
+        # Per execution environment: the submit script's rules by board (checked on every call).
+        self._rules: dict[str, WriteRules] = {}
 
     # --- writes -------------------------------------------------------------------------
     @guarded
@@ -250,13 +333,45 @@ class RedisIndex:
         periods: dict[str, Period],
         idempotency: tuple[str, str] | None,
     ) -> SubmitResult:
-        """Apply a submission to every period (and region) the board keeps, in one script."""
+        """Apply a submission to every period (and region) the board keeps, in one script call
+        once this process has the board's rules (a new or changed board costs one more)."""
+        for _ in range(3):
+            keys, args = self.submit_call(
+                board_id,
+                submission,
+                self._rules.get(board_id),
+                event_id=event_id,
+                now_ms=now_ms,
+                periods=periods,
+                idempotency=idempotency,
+            )
+            reply = self._submit(keys=keys, args=args)
+            status = reply[0]
+            if status == "OK":
+                return _parse_record(reply[1], replayed=False)
+            if status == "REPLAY":
+                return _parse_record(reply[1], replayed=True)
+            if status != "STALE":
+                raise _submit_error(board_id, submission, reply[1:])
+            self._remember_rules(board_id, WriteRules.parse(reply[1]))
+        raise Unavailable("the board's rules kept changing; retry", retry_after=1, store="redis")
+
+    def submit_call(
+        self,
+        board_id: str,
+        submission: Submission,
+        rules: WriteRules | None,
+        *,
+        event_id: str,
+        now_ms: int,
+        periods: dict[str, Period],
+        idempotency: tuple[str, str] | None,
+    ) -> tuple[list[str], list[Any]]:
+        """The submit script's keys and arguments (rules None: unknown yet, answered STALE)."""
         keys = BoardKeys(board_id)
-        regions: list[str | None] = [None]
-        if submission.region:
-            regions.append(submission.region)
         script_keys = [
             keys.cfg,
+            keys.range,
             keys.idempotency(*idempotency) if idempotency else keys.prefix + "idem:-",
             keys.seq,
             keys.meta,
@@ -265,34 +380,49 @@ class RedisIndex:
             keys.rate(submission.player_id),
             keys.outbox,
         ]
-        candidates: list[str] = []
-        for region in regions:
-            for kind, period in periods.items():
-                script_keys += [keys.zset(period.id, region), keys.members(period.id, region)]
-                candidates += [kind, period.id, region or "", keys.suffix(period.id, region)]
-        args = [
+        if rules is not None:
+            regions: list[str | None] = [None]
+            if submission.region and submission.region in rules.regions:
+                regions.append(submission.region)
+            for region in regions:
+                for kind, period in periods.items():
+                    if kind in rules.periods:
+                        script_keys.append(keys.zset(period.id, region))
+                        if rules.first:
+                            script_keys.append(keys.members(period.id, region))
+        score = submission.score
+        args: list[Any] = [
+            rules.text if rules is not None else "",
             submission.player_id,
-            repr(submission.score)
-            if isinstance(submission.score, float)
-            else str(submission.score),
+            repr(score) if isinstance(score, float) else str(score),
+            now_ms,
+            event_id,
             submission.region or "",
             json.dumps(submission.metadata, separators=(",", ":"))
             if submission.metadata is not None
             else "",
-            now_ms,
-            event_id,
             submission.fingerprint() if idempotency else "",
             self.idempotency_ttl,
-            len(candidates) // 4,
-            *candidates,
+            rules.precheck(submission) if rules is not None else "",
+            *(rules.args if rules is not None else ("set", "", "", "", "", "", "")),
+            len(keys.prefix) + 3,  # where a set key's suffix starts (after "z:"), 1-based
         ]
-        reply = self._submit(keys=script_keys, args=args)
-        status = reply[0]
-        if status == "OK":
-            return _parse_record(reply[1], replayed=False)
-        if status == "REPLAY":
-            return _parse_record(reply[1], replayed=True)
-        raise _submit_error(board_id, submission, reply[1:])
+        return script_keys, args
+
+    @guarded
+    def write_rules(self, board_id: str) -> WriteRules | None:
+        """The board's rules as the submit script checks them (cached; read if unknown)."""
+        if board_id not in self._rules:
+            text = self.client.get(BoardKeys(board_id).cfg)
+            if text is None:
+                return None
+            self._remember_rules(board_id, WriteRules.parse(text))
+        return self._rules[board_id]
+
+    def _remember_rules(self, board_id: str, rules: WriteRules) -> None:
+        if len(self._rules) >= _RULES_CACHE_SIZE and board_id not in self._rules:
+            self._rules.pop(next(iter(self._rules)))
+        self._rules[board_id] = rules
 
     @guarded
     def delete_player(self, board_id: str, player_id: str) -> tuple[int, int]:
@@ -349,7 +479,8 @@ class RedisIndex:
         keys = BoardKeys(board_id)
         return int(
             self._hide_board(
-                keys=[keys.cfg, keys.registry, keys.meta, keys.refs, keys.seq], args=[keys.prefix]
+                keys=[keys.cfg, keys.registry, keys.meta, keys.refs, keys.seq, keys.range],
+                args=[keys.prefix],
             )
         )
 
@@ -376,6 +507,7 @@ class RedisIndex:
         else:
             pipe.zadd(zkey, {player: score for player, score, _ in rows})
         pipe.sadd(keys.registry, keys.suffix(period_id, region))
+        pipe.delete(keys.range)  # recomputed from the sets by the next increment
         pipe.execute()
 
     @guarded

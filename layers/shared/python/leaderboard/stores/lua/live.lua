@@ -60,10 +60,21 @@ for _, entry in ipairs(entries) do
       if head then
         head = false
       else
+        -- "suffix\tscore\trank\tchanged" / "-\tsuffix\tplayer\tgone" (suffix = period[:region]);
+        -- records written before issue 22 carry period and region in two fields.
         local a, b, c, d, e = string.match(line, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)$')
-        if a == '-' then
+        if a == nil then
+          a, b, c, d = string.match(line, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)$')
+          if a == '-' then
+            local period, region = string.match(b, '^([^:]+):?(.*)$')
+            mark(period, region, c) -- evicted by max_entries
+          elseif a ~= nil and d == '1' then
+            local period, region = string.match(a, '^([^:]+):?(.*)$')
+            mark(period, region, player) -- the player's standing changed
+          end
+        elseif a == '-' then
           mark(b, c, d)      -- evicted by max_entries: period, region, player
-        elseif a ~= nil and e == '1' then
+        elseif e == '1' then
           mark(a, b, player) -- the player's standing changed: period, region
         end
       end

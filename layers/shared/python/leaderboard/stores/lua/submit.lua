@@ -1,73 +1,100 @@
--- Apply one score submission to every period and region key of a board, atomically.
+-- Apply one score submission to every period and region set of a board, atomically.
 -- All keys share the board's hash tag, so this runs unchanged on Redis Cluster.
 --
--- KEYS: 1 cfg, 2 idempotency record, 3 sequence, 4 metadata hash, 5 reference counts,
---       6 key registry, 7 rate bucket, 8 outbox stream, then one (sorted set, member map) pair
---       per candidate.
--- ARGV: 1 player, 2 score, 3 region ('' = none), 4 metadata JSON ('' = none), 5 now (ms),
---       6 event id, 7 request fingerprint ('' = no idempotency key), 8 idempotency TTL (s),
---       9 candidate count, then per candidate: kind, period id, region ('' = global), key suffix.
--- Returns {'OK', record} | {'REPLAY', record} | {'ERR', code, ...}. A record is
--- "event_id\tapplied\tversion\tnow_ms\tmode", then one "period\tregion\tscore\trank\tchanged" line
--- per standing (rank '' = trimmed out by max_entries), then one "-\tperiod\tregion\tplayer\tgone"
--- line per entry max_entries evicted (gone = 1: that player is left on no board of this board id,
--- so its metadata was dropped).
-local raw = redis.call('GET', KEYS[1])
-if not raw then return {'ERR', 'no_board'} end
-local cfg = cjson.decode(raw)
-
-if ARGV[7] ~= '' then
-  local prev = redis.call('GET', KEYS[2])
-  if prev then
-    local nl = string.find(prev, '\n', 1, true)
-    if string.sub(prev, 1, nl - 1) == ARGV[7] then
-      return {'REPLAY', string.sub(prev, nl + 1)}
-    end
-    return {'ERR', 'idempotency_conflict'}
-  end
+-- Every call is paid by a hot board, so the script does only what a submission must
+-- (docs/architecture.md, "The submit script"): the caller sends the board rules it cached with
+-- the exact cfg text they came from, and one GET proves them current (else STALE: reload,
+-- resend); the checks that need only the request ran in the caller and arrive as one error
+-- code, answered after the idempotency check as before. An increment is written blind
+-- (ZADD XX INCR) when the board's score range proves no set can leave its bounds; otherwise,
+-- and in the other modes, every set is planned (read) before anything is written.
+--
+-- KEYS: 1 cfg, 2 score range ("lo hi" over every set), 3 idempotency record, 4 sequence,
+--       5 metadata, 6 reference counts, 7 set registry, 8 rate bucket, 9 outbox stream, then
+--       each sorted set (ties=first: each sorted set followed by its member map).
+-- ARGV: 1 cfg text the rules came from, 2 player, 3 score, 4 now (ms), 5 event id, 6 region
+--       ('' = none), 7 metadata JSON ('' = none), 8 request fingerprint ('' = no idempotency
+--       key), 9 idempotency TTL (s), 10 error code found by the caller ('' = none), 11 mode,
+--       12 '1' = desc, 13 '1' = ties first, 14 min, 15 max, 16 rate per minute,
+--       17 max entries ('' = none for 14-17), 18 where the set suffix starts in a set key.
+-- Returns {'OK', record} | {'REPLAY', record} | {'STALE', cfg text} | {'ERR', code, ...}.
+-- A record is "event_id\tapplied\tversion\tnow_ms\tmode", then one "suffix\tscore\trank\tchanged"
+-- line per set (suffix = period[:region]; rank '' = trimmed out by max_entries), then one
+-- "-\tsuffix\tplayer\tgone" line per entry max_entries evicted (gone = 1: that player is left on
+-- no set of the board, so its metadata was dropped).
+local mode, fp = ARGV[11], ARGV[8]
+local inc = mode == 'increment'
+local got
+if inc then
+  if fp ~= '' then got = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])
+  else got = redis.call('MGET', KEYS[1], KEYS[2]) end
+elseif fp ~= '' then
+  got = redis.call('MGET', KEYS[1], KEYS[3])
+  got[3] = got[2]
+else
+  got = {redis.call('GET', KEYS[1])}
 end
-
-local function has(list, item)
-  if type(list) ~= 'table' then return false end
-  for _, v in ipairs(list) do if v == item then return true end end
-  return false
+if got[1] ~= ARGV[1] then
+  if not got[1] then return {'ERR', 'no_board'} end
+  return {'STALE', got[1]}
 end
+if fp ~= '' and got[3] then
+  local prev = got[3]
+  local nl = string.find(prev, '\n', 1, true)
+  if string.sub(prev, 1, nl - 1) == fp then return {'REPLAY', string.sub(prev, nl + 1)} end
+  return {'ERR', 'idempotency_conflict'}
+end
+if ARGV[10] ~= '' then return {'ERR', ARGV[10], '', ''} end
 
-local player, region, meta, now = ARGV[1], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local score = tonumber(ARGV[2])
-if region ~= '' and not has(cfg.regions, region) then return {'ERR', 'unknown_region'} end
-
-local desc, mode, first = cfg.sort == 'desc', cfg.mode, cfg.ties == 'first'
+local player, delta, now = ARGV[2], ARGV[3], tonumber(ARGV[4])
+local score = tonumber(delta)
+local desc, first = ARGV[12] == '1', ARGV[13] == '1'
+local min, max, maxe = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[17])
+local off = tonumber(ARGV[18])
 local SAFE = 9007199254740991
 local function fmt(x) return string.format('%.17g', x) end
+local step = first and 2 or 1
+local n = (#KEYS - 9) / step
 
-if mode == 'increment' then
-  if cfg.max_inc and math.abs(score) > cfg.max_inc then return {'ERR', 'max_increment'} end
-elseif (cfg.min and score < cfg.min) or (cfg.max and score > cfg.max) then
-  return {'ERR', 'bounds', '', ''}
+-- Blind increments: old scores lie in [lo, hi] on every set (0 stands for a new entry), and
+-- rounding is monotonic, so [lo + d, hi + d] inside the bounds proves every result is.
+local lo, hi, range_changed
+local blind = false
+if inc and not first and score ~= 0 then
+  if got[2] then
+    local a, b = string.match(got[2], '^(%S+) (%S+)$')
+    lo, hi = tonumber(a), tonumber(b)
+  else
+    lo, hi = 0, 0
+    for _, suffix in ipairs(redis.call('SMEMBERS', KEYS[7])) do
+      local z = string.sub(KEYS[10], 1, off - 1) .. suffix
+      local top = redis.call('ZRANGE', z, -1, -1, 'WITHSCORES')
+      local bottom = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
+      if top[2] then hi = math.max(hi, tonumber(top[2])) end
+      if bottom[2] then lo = math.min(lo, tonumber(bottom[2])) end
+    end
+    range_changed = true
+  end
+  blind = hi + score <= math.min(max or SAFE, SAFE) and lo + score >= math.max(min or -SAFE, -SAFE)
 end
 
--- Plan every change first, so a rejected submission writes nothing.
+-- Otherwise plan every set first, so a rejected submission writes nothing.
 local plan = {}
-local n = tonumber(ARGV[9])
-for i = 0, n - 1 do
-  local a = 10 + i * 4
-  if has(cfg.periods, ARGV[a]) then
-    local zkey, mkey = KEYS[9 + i * 2], KEYS[10 + i * 2]
+if not blind then
+  for i = 1, n do
+    local z = KEYS[9 + (i - 1) * step + 1]
+    local m = first and KEYS[9 + i * 2] or nil
     local member = player
-    if first then member = redis.call('HGET', mkey, player) end
+    if first then member = redis.call('HGET', m, player) end
     local old = nil
-    if member then
-      local s = redis.call('ZSCORE', zkey, member)
-      if s then old = tonumber(s) end
-    else
-      member = nil
-    end
+    if member then old = tonumber(redis.call('ZSCORE', z, member)) else member = nil end
     local new
-    if mode == 'increment' then
+    if inc then
       new = (old or 0) + score
-      if math.abs(new) > SAFE or (cfg.min and new < cfg.min) or (cfg.max and new > cfg.max) then
-        return {'ERR', 'bounds', ARGV[a + 1], ARGV[a + 2]}
+      if math.abs(new) > SAFE or (min and new < min) or (max and new > max) then
+        local suffix = string.sub(z, off)
+        local period, region = string.match(suffix, '^([^:]+):?(.*)$')
+        return {'ERR', 'bounds', period, region}
       end
     elseif mode == 'best' then
       if old == nil or (desc and score > old) or ((not desc) and score < old) then new = score
@@ -75,14 +102,13 @@ for i = 0, n - 1 do
     else
       new = score
     end
-    plan[#plan + 1] = {zkey = zkey, mkey = mkey, member = member, old = old, new = new,
-                       period = ARGV[a + 1], region = ARGV[a + 2], suffix = ARGV[a + 3]}
+    plan[i] = {z, m, member, old, new}
   end
 end
 
-if cfg.rate then
-  local bucket = redis.call('HMGET', KEYS[7], 't', 'ts')
-  local cap = cfg.rate
+if ARGV[16] ~= '' then
+  local bucket = redis.call('HMGET', KEYS[8], 't', 'ts')
+  local cap = tonumber(ARGV[16])
   local tokens = tonumber(bucket[1]) or cap
   local elapsed = now - (tonumber(bucket[2]) or now)
   if elapsed < 0 then elapsed = 0 end
@@ -90,11 +116,11 @@ if cfg.rate then
   if tokens < 1 then
     return {'ERR', 'rate_limited', string.format('%d', math.ceil((1 - tokens) * 60000 / cap))}
   end
-  redis.call('HSET', KEYS[7], 't', fmt(tokens - 1), 'ts', string.format('%d', now))
-  redis.call('PEXPIRE', KEYS[7], 61000)
+  redis.call('HSET', KEYS[8], 't', fmt(tokens - 1), 'ts', ARGV[4])
+  redis.call('PEXPIRE', KEYS[8], 61000)
 end
 
-local version = redis.call('INCR', KEYS[3])
+local version = redis.call('INCR', KEYS[4])
 local tie = ''
 if first then
   -- Equal scores order by member; this prefix makes the earlier arrival come first.
@@ -103,83 +129,116 @@ if first then
 end
 
 local applied = false
-local lines = {}
-local evicted = {}
-for _, p in ipairs(plan) do
-  local present = true
-  local changed = p.old == nil or p.new ~= p.old
+local parts = {ARGV[5], '\t', '0', '\t', version, '\t', ARGV[4], '\t', mode}
+local evicted
+for i = 1, n do
+  local z, m, member, new, changed, shown
+  if blind then
+    z = KEYS[9 + i]
+    member = player
+    shown = redis.call('ZADD', z, 'XX', 'INCR', delta, player)
+    if not shown then
+      redis.call('ZADD', z, delta, player)
+      redis.call('HINCRBY', KEYS[6], player, 1)
+      redis.call('SADD', KEYS[7], string.sub(z, off))
+      shown = delta
+    end
+    new = tonumber(shown)
+    changed = true
+  else
+    local p = plan[i]
+    local old
+    z, m, member, old, new = p[1], p[2], p[3], p[4], p[5]
+    changed = old == nil or new ~= old
+    shown = fmt(new)
+    if changed then
+      local fresh = player
+      if first then
+        fresh = tie .. player
+        if member then redis.call('ZREM', z, member) end
+        redis.call('HSET', m, player, fresh)
+      end
+      redis.call('ZADD', z, shown, fresh)
+      if old == nil then
+        redis.call('HINCRBY', KEYS[6], player, 1)
+        redis.call('SADD', KEYS[7], string.sub(z, off))
+      end
+      member = fresh
+    end
+  end
   if changed then
     applied = true
-    local member = player
-    if first then
-      member = tie .. player
-      if p.member then redis.call('ZREM', p.zkey, p.member) end
-      redis.call('HSET', p.mkey, player, member)
+    if inc and lo then
+      if new > hi then hi = new; range_changed = true end
+      if new < lo then lo = new; range_changed = true end
     end
-    redis.call('ZADD', p.zkey, fmt(p.new), member)
-    if p.old == nil then
-      redis.call('HINCRBY', KEYS[5], player, 1)
-      redis.call('SADD', KEYS[6], p.suffix)
-    end
-    if cfg.max_entries then
-      local excess = redis.call('ZCARD', p.zkey) - cfg.max_entries
-      if excess > 0 then
-        local victims
-        if desc then victims = redis.call('ZRANGE', p.zkey, 0, excess - 1)
-        else victims = redis.call('ZREVRANGE', p.zkey, 0, excess - 1) end
-        for _, v in ipairs(victims) do
-          redis.call('ZREM', p.zkey, v)
-          local vp = v
-          if first then
-            vp = string.sub(v, 17)
-            redis.call('HDEL', p.mkey, vp)
-          end
-          if vp == player then present = false end
-          if redis.call('HINCRBY', KEYS[5], vp, -1) <= 0 then redis.call('HDEL', KEYS[5], vp) end
-          evicted[#evicted + 1] = {p.period, p.region, vp}
+  end
+  local present = true
+  if changed and maxe then
+    local excess = redis.call('ZCARD', z) - maxe
+    if excess > 0 then
+      local victims
+      if desc then victims = redis.call('ZRANGE', z, 0, excess - 1)
+      else victims = redis.call('ZREVRANGE', z, 0, excess - 1) end
+      evicted = evicted or {}
+      for _, v in ipairs(victims) do
+        redis.call('ZREM', z, v)
+        local vp = v
+        if first then
+          vp = string.sub(v, 17)
+          redis.call('HDEL', m, vp)
         end
+        if vp == player then present = false end
+        if redis.call('HINCRBY', KEYS[6], vp, -1) <= 0 then redis.call('HDEL', KEYS[6], vp) end
+        evicted[#evicted + 1] = {string.sub(z, off), vp}
       end
     end
-    p.member = member
   end
   local rank = ''
   if present then
     if first then
       local r
-      if desc then r = redis.call('ZREVRANK', p.zkey, p.member)
-      else r = redis.call('ZRANK', p.zkey, p.member) end
-      rank = string.format('%d', r + 1)
+      if desc then r = redis.call('ZREVRANK', z, member) else r = redis.call('ZRANK', z, member) end
+      rank = r + 1
     elseif desc then
-      rank = string.format('%d', redis.call('ZCOUNT', p.zkey, '(' .. fmt(p.new), '+inf') + 1)
+      rank = redis.call('ZCOUNT', z, '(' .. shown, '+inf') + 1
     else
-      rank = string.format('%d', redis.call('ZCOUNT', p.zkey, '-inf', '(' .. fmt(p.new)) + 1)
+      rank = redis.call('ZCOUNT', z, '-inf', '(' .. shown) + 1
     end
   end
-  lines[#lines + 1] = p.period .. '\t' .. p.region .. '\t' .. fmt(p.new) .. '\t' .. rank
-    .. '\t' .. (changed and '1' or '0')
+  -- One string for all lines, built once (each line its own string costs more than its work).
+  local at = #parts
+  parts[at + 1] = '\n'
+  parts[at + 2] = string.sub(z, off)
+  parts[at + 3] = '\t'
+  parts[at + 4] = shown
+  parts[at + 5] = '\t'
+  parts[at + 6] = rank
+  parts[at + 7] = changed and '\t1' or '\t0'
 end
--- Whether an evicted player is gone (on no sorted set of the board) is decided only now: the
+-- Whether an evicted player is gone (on no set of the board) is decided only now: the
 -- submitting player may leave one set and enter another in this same script.
-for _, e in ipairs(evicted) do
-  local gone = '0'
-  if redis.call('HEXISTS', KEYS[5], e[3]) == 0 then
-    redis.call('HDEL', KEYS[4], e[3])
-    gone = '1'
+if evicted then
+  for _, e in ipairs(evicted) do
+    local gone = '0'
+    if redis.call('HEXISTS', KEYS[6], e[2]) == 0 then
+      redis.call('HDEL', KEYS[5], e[2])
+      gone = '1'
+    end
+    parts[#parts + 1] = '\n-\t' .. e[1] .. '\t' .. e[2] .. '\t' .. gone
   end
-  lines[#lines + 1] = '-\t' .. e[1] .. '\t' .. e[2] .. '\t' .. e[3] .. '\t' .. gone
+end
+if range_changed then redis.call('SET', KEYS[2], fmt(lo) .. ' ' .. fmt(hi)) end
+
+local meta = ARGV[7]
+if meta ~= '' and (not maxe or (tonumber(redis.call('HGET', KEYS[6], player)) or 0) > 0) then
+  redis.call('HSET', KEYS[5], player, meta)
 end
 
-if meta ~= '' and (tonumber(redis.call('HGET', KEYS[5], player)) or 0) > 0 then
-  redis.call('HSET', KEYS[4], player, meta)
-end
-
-local record = ARGV[6] .. '\t' .. (applied and '1' or '0') .. '\t' .. string.format('%d', version)
-  .. '\t' .. ARGV[5] .. '\t' .. mode
-if #lines > 0 then record = record .. '\n' .. table.concat(lines, '\n') end
-if ARGV[7] ~= '' then
-  redis.call('SET', KEYS[2], ARGV[7] .. '\n' .. record, 'EX', tonumber(ARGV[8]))
-end
+if applied then parts[3] = '1' end
+local record = table.concat(parts)
+if fp ~= '' then redis.call('SET', KEYS[3], fp .. '\n' .. record, 'EX', ARGV[9]) end
 -- The outbox keeps the event until the relay has seen it in PostgreSQL: if this process dies
 -- before its queue send, the event still reaches the system of record.
-redis.call('XADD', KEYS[8], '*', 'r', record, 'p', player, 's', ARGV[2], 'g', region, 'm', meta)
+redis.call('XADD', KEYS[9], '*', 'r', record, 'p', player, 's', delta, 'g', ARGV[6], 'm', meta)
 return {'OK', record}
