@@ -299,8 +299,16 @@ def _replay(
     return out
 
 
-def _check_same_board(replayed: redis.Redis, recorded: redis.Redis) -> None:
-    """The replay must have done what the service did, or the figures measure something else."""
+def _check_same_board(
+    replayed: redis.Redis, recorded: redis.Redis, outbox: str, count: int
+) -> None:
+    """The replay must have done what the service did, or the figures measure something else
+    (a replayed idempotency key, say, would measure the replay path)."""
+    if replayed.xlen(outbox) != count or recorded.xlen(outbox) != count:
+        raise RuntimeError(
+            f"{count} submissions applied, yet the outboxes hold {replayed.xlen(outbox)}"
+            f" (replay) and {recorded.xlen(outbox)} (recording)"
+        )
     for key in recorded.scan_iter(match="*:z:*", count=1000):
         if replayed.zrange(key, 0, -1, withscores=True) != recorded.zrange(
             key, 0, -1, withscores=True
@@ -315,10 +323,10 @@ def _copy_db(client: redis.Redis, target: int) -> None:
 
 def measure(url: str, shape: Shape, players: int, settings: Settings) -> dict[str, Any]:
     """One row: µs per submission (service, floor, empty call, pre-issue-22 baseline)."""
+    server = redis.connection.parse_url(url)
+    server.pop("db", None)  # a database in the URL would win over ours
     dbs: dict[str, _Recorder] = {
-        name: _Recorder(
-            connection_pool=redis.ConnectionPool.from_url(url, db=n, decode_responses=True)
-        )
+        name: _Recorder(connection_pool=redis.ConnectionPool(**server, db=n, decode_responses=True))
         for n, name in enumerate(("service", "record", "floor", "baseline"))
     }
     try:
@@ -351,7 +359,7 @@ def measure(url: str, shape: Shape, players: int, settings: Settings) -> dict[st
             settings.warmup,
             settings.rounds,
         )
-        _check_same_board(dbs["service"], dbs["record"])
+        _check_same_board(dbs["service"], dbs["record"], BoardKeys(board_id).outbox, count)
     finally:
         for client in dbs.values():
             client.flushdb()
