@@ -205,21 +205,16 @@ def _parse_record(record: str, replayed: bool) -> SubmitResult:
     evictions: list[Eviction] = []
     for line in lines:
         fields = line.split("\t")
-        if fields[0] == "-":
-            if len(fields) == 4:
-                _, suffix, player, gone = fields
-                period, region = _split_suffix(suffix)
-            else:
-                _, period, old_region, player, gone = fields
-                region = old_region or None
-            evictions.append(Eviction(period, region, player, gone == "1"))
+        at = 1 if fields[0] == "-" else 0
+        if len(fields) == 5:  # a pre-issue-22 line: period and region in two fields
+            fields[at : at + 2] = [
+                f"{fields[at]}:{fields[at + 1]}" if fields[at + 1] else fields[at]
+            ]
+        period, region = _split_suffix(fields[at])
+        if at:
+            evictions.append(Eviction(period, region, fields[2], fields[3] == "1"))
             continue
-        if len(fields) == 4:
-            suffix, score, rank, changed = fields
-            period, region = _split_suffix(suffix)
-        else:
-            period, old_region, score, rank, changed = fields
-            region = old_region or None
+        _, score, rank, changed = fields
         standings.append(
             Standing(
                 period=period,
