@@ -111,6 +111,11 @@ class _SerializeOnlySink:
     def send(self, event: Any) -> None:
         event.to_message()
 
+    def send_many(self, events: Any) -> set[int]:
+        for event in events:
+            event.to_message()
+        return set()
+
 
 @dataclass
 class _Function:

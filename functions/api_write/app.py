@@ -13,6 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from leaderboard.api.http import caller, create_app, header, json_body, json_response, no_query
 from leaderboard.api.observability import logger, metrics, tracer
+from leaderboard.domain.validation import MAX_BATCH_BODY_BYTES
 from leaderboard.services.scores import ScoreService
 from leaderboard.settings import DatabaseSettings, QueueSettings, RedisSettings
 from leaderboard.stores.redis_client import connect
@@ -56,6 +57,21 @@ def submit(board_id: str) -> Response:
         name="ScoreReplayed" if result.replayed else "ScoreSubmitted", unit="Count", value=1
     )
     return json_response(200, result.body, headers)
+
+
+@app.post("/boards/<board_id>/scores/batch")
+def submit_batch(board_id: str) -> Response:
+    who = caller(app)
+    no_query(app)
+    batch = scores.submit_batch(board_id, json_body(app, max_bytes=MAX_BATCH_BODY_BYTES), who)
+    for name, value in (
+        ("ScoreSubmitted", batch.submitted),
+        ("ScoreReplayed", batch.replayed),
+        ("BatchItemFailed", batch.failed),
+    ):
+        if value:
+            metrics.add_metric(name=name, unit="Count", value=value)
+    return json_response(200, batch.body)
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -137,9 +137,12 @@ def test_no_wildcard_actions_or_resources_on_data():
     assert found >= 4
 
 
+BATCH = "POST /boards/{board_id}/scores/batch"
+
+
 def test_every_route_has_an_authorizer_or_is_a_deliberate_public_read():
     keys = {r.route_key for r in TEMPLATE.routes}
-    assert keys == PUBLIC | ADMIN | {"POST /boards/{board_id}/scores"}
+    assert keys == PUBLIC | ADMIN | {"POST /boards/{board_id}/scores", BATCH}
     assert TEMPLATE.default_authorizer == "LeaderboardJwt"
     for route in TEMPLATE.routes:
         if route.route_key in PUBLIC:
@@ -148,6 +151,8 @@ def test_every_route_has_an_authorizer_or_is_a_deliberate_public_read():
             assert route.authorizer == "LeaderboardJwt", route.route_key
         if route.route_key in ADMIN:
             assert route.scopes == ("leaderboard/admin",), route.route_key
+        if route.route_key == BATCH:
+            assert route.scopes == ("leaderboard/server", "leaderboard/admin")
     assert not any("{proxy+}" in r.path for r in TEMPLATE.routes)
 
 

@@ -76,6 +76,42 @@ def concurrent_workload_reaches_postgres(stack, server: str, admin: str, state: 
     client.close()
 
 
+def batches_reach_postgres(stack, server: str, admin: str, state: dict) -> None:
+    """Batches over HTTP from 4 clients at once, each batch sent twice (the second replays):
+    every item reaches PostgreSQL once, and the record equals Redis."""
+    board = "imported"
+    body = {"regions": ["EU"], "periods": ["all-time", "daily", "weekly", "monthly"]}
+    assert stack.request("PUT", f"/boards/{board}", body, token=admin)[0] == 201
+
+    def client(n: int) -> None:
+        rng = random.Random(1000 + n)
+        for b in range(3):
+            items = [
+                {
+                    "player_id": f"i{rng.randrange(300)}",
+                    "score": rng.randrange(0, 1000),
+                    "region": rng.choice(["EU", None]),
+                    "idempotency_key": f"c{n}-b{b}-{i}",
+                }
+                for i in range(100)
+            ]
+            for attempt in range(2):
+                status, _, reply = stack.request(
+                    "POST", f"/boards/{board}/scores/batch", {"submissions": items}, token=server
+                )
+                assert status == 200, reply
+                results = json.loads(reply)["results"]
+                assert [r["status"] for r in results] == [200] * 100
+                assert {r["replayed"] for r in results} == {attempt == 1}
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(client, range(4)))
+    wait_for_events(state["DATABASE_URL"], board, 4 * 3 * 100, timeout=60)
+    redis_client = redis.Redis.from_url(state["REDIS_URL"], decode_responses=True)
+    assert assert_redis_equals_postgres(redis_client, state["DATABASE_URL"], board) == 8
+    redis_client.close()
+
+
 # The sample events, in an order that makes each one meaningful, and what each must answer.
 SAMPLE_EVENTS = [
     ("api_admin", "api_admin_put_board", lambda r: r["statusCode"] == 201),
@@ -104,6 +140,14 @@ SAMPLE_EVENTS = [
         lambda r: (
             r["statusCode"] == 200
             and any(p["kind"] == "weekly" for p in json.loads(r["body"])["periods"])
+        ),
+    ),
+    (  # after the players read, which expects bob and cy to be missing
+        "api_write",
+        "api_write_submit_batch",
+        lambda r: (
+            r["statusCode"] == 200
+            and [x["status"] for x in json.loads(r["body"])["results"]] == [200, 200, 200]
         ),
     ),
     ("api_admin", "api_admin_health", lambda r: r["statusCode"] == 200),
@@ -143,7 +187,8 @@ def invoke_every_sample_event(stack: Stack) -> None:
         result = json.loads(out)
         assert check(result), (name, result)
     status, _, body = stack.request("GET", "/boards/demo-arena/entries")
-    assert status == 200 and json.loads(body)["total"] == 0  # the last event deleted ada
+    entries = json.loads(body)["entries"]  # the last event deleted ada; the batch added two
+    assert status == 200 and [e["player_id"] for e in entries] == ["bob", "cy"]
 
 
 @pytest.fixture
@@ -226,6 +271,7 @@ def test_make_run_serves_the_api_and_stops_cleanly(data_dir):
         }
 
         concurrent_workload_reaches_postgres(stack, server, admin, state)
+        batches_reach_postgres(stack, server, admin, state)
         invoke_every_sample_event(stack)
     finally:
         seconds = stack.stop()

@@ -109,6 +109,8 @@ def test_request_bodies_name_exactly_the_fields_the_code_accepts():
     for name, accepted in [
         ("BoardRequest", set(boards._FIELDS) | {"board_id"}),
         ("Submission", set(submissions._FIELDS)),
+        ("BatchItem", set(submissions._FIELDS) | {"idempotency_key"}),
+        ("BatchRequest", set(submissions._BATCH_FIELDS)),
     ]:
         assert set(schemas[name]["properties"]) == accepted, name
         assert schemas[name]["additionalProperties"] is False, f"{name}: unknown fields are 400"
@@ -154,6 +156,8 @@ def _request(route: Route, seeded: dict[str, str], tokens: dict[str, str]) -> di
         body = {"title": "Seeded"}
     elif route.route_key == "POST /boards/{board_id}/scores":
         body = {"player_id": "p-1", "score": 1}
+    elif route.route_key == "POST /boards/{board_id}/scores/batch":
+        body = {"submissions": [{"player_id": "p-1", "score": 1}]}
     return {"method": route.method, "path": path, "token": token, "body": body}
 
 

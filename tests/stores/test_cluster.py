@@ -17,7 +17,13 @@ from leaderboard.services.scores import ScoreService
 from leaderboard.stores.redis_client import connect
 from leaderboard.stores.redis_index import RedisIndex
 from tests.support.boards import ListSink, publish
-from tests.support.model_check import OPS, check_against_model, rules
+from tests.support.model_check import (
+    BATCH_OPS,
+    OPS,
+    check_against_model,
+    check_batches_against_model,
+    rules,
+)
 from tests.support.round_trips import CountingConnection, counted
 
 pytestmark = pytest.mark.cluster
@@ -45,6 +51,15 @@ def cluster_index(cluster):
 @given(ops=OPS, board_rules=rules)
 def test_cluster_matches_reference_model(cluster_index, mode, sort, ties, ops, board_rules):
     check_against_model(cluster_index, mode, sort, ties, ops, board_rules)
+
+
+@pytest.mark.parametrize("ties", ["shared", "first"])
+@pytest.mark.parametrize("sort", ["desc", "asc"])
+@pytest.mark.parametrize("mode", ["increment", "best", "set"])
+@settings(max_examples=4)
+@given(ops=BATCH_OPS, board_rules=rules)
+def test_cluster_batches_match_reference_model(cluster_index, mode, sort, ties, ops, board_rules):
+    check_batches_against_model(cluster_index, mode, sort, ties, ops, board_rules)
 
 
 def test_boards_on_every_node_work_in_one_round_trip(cluster, clock):

@@ -25,11 +25,19 @@ class MovableClock:
 class ListSink:
     """Collects events instead of sending them (for tests of the Redis side only)."""
 
-    def __init__(self) -> None:
+    def __init__(self, refuse: set[str] | None = None) -> None:
         self.events: list[Any] = []
+        self.refuse = refuse or set()  # player ids whose events a batch send fails
+        self.batches: list[int] = []
 
     def send(self, event: Any) -> None:
         self.events.append(event)
+
+    def send_many(self, events: Any) -> set[int]:
+        self.batches.append(len(events))
+        failed = {n for n, e in enumerate(events) if e.player_id in self.refuse}
+        self.events.extend(e for n, e in enumerate(events) if n not in failed)
+        return failed
 
 
 def publish(index: RedisIndex, board_id: str, **rules: Any) -> Any:

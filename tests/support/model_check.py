@@ -137,8 +137,7 @@ def _open(clock: MovableClock):
     return current_periods(clock()).values()
 
 
-def check_against_model(index, mode, sort, ties, ops, board_rules) -> None:
-    """Replay `ops` on a new board through the real services and on the model; compare."""
+def _new_board(index, mode, sort, ties, board_rules):
     board_id = f"m-{uuid.uuid4().hex[:12]}"
     body = {
         "mode": mode,
@@ -158,20 +157,30 @@ def check_against_model(index, mode, sort, ties, ops, board_rules) -> None:
     from datetime import UTC, datetime
 
     clock = MovableClock(datetime(2026, 5, 31, 22, 30, tzinfo=UTC))
+    return board_id, clock, ModelBoard(board)
+
+
+def _payload(player, score, region, metadata) -> dict:
+    payload = {"player_id": player, "score": score}
+    if region:
+        payload["region"] = region
+    if metadata is not None:
+        payload["metadata"] = metadata
+    return payload
+
+
+def check_against_model(index, mode, sort, ties, ops, board_rules) -> None:
+    """Replay `ops` on a new board through the real services and on the model; compare."""
+    board_id, clock, model = _new_board(index, mode, sort, ties, board_rules)
     service = ScoreService(index, ListSink(), clock)
     reads = ReadService(index, clock)
-    model = ModelBoard(board)
 
     for op in ops:
         if op[0] == "advance":
             clock.now += timedelta(hours=op[1])
             continue
         _, player, score, region, metadata = op
-        payload = {"player_id": player, "score": score}
-        if region:
-            payload["region"] = region
-        if metadata is not None:
-            payload["metadata"] = metadata
+        payload = _payload(player, score, region, metadata)
         try:
             applied, standings = model.submit(player, float(score), region, metadata, clock())
             expected_error = None
@@ -189,4 +198,106 @@ def check_against_model(index, mode, sort, ties, ops, board_rules) -> None:
             (s["period"], s["region"], float(s["score"]), s["rank"]) for s in got["standings"]
         ] == standings
 
+    _compare_reads(model, reads, board_id, clock)
+
+
+# Batches: the same submissions plus what only a batch holds: an item sent again with its
+# idempotency key (a replay inside the batch), the key reused with another score (409), an
+# item that is not a valid submission (400), and a cut between batches.
+batch_op = st.one_of(
+    submit_op,
+    submit_op,
+    submit_op,
+    advance_op,
+    st.tuples(st.just("replay")),
+    st.tuples(st.just("conflict")),
+    st.tuples(st.just("bad"), st.sampled_from([{"score": "7"}, {"player_id": "a b", "score": 1}])),
+    st.tuples(st.just("cut")),
+)
+BATCH_OPS = st.lists(batch_op, min_size=1, max_size=36)
+
+
+def check_batches_against_model(index, mode, sort, ties, ops, board_rules) -> None:
+    """Replay `ops` as batches (cut at each advance, each "cut" and every 9 items) through
+    `submit_batch` and on the model; every item's result and then every read compared."""
+    board_id, clock, model = _new_board(index, mode, sort, ties, board_rules)
+    service = ScoreService(index, ListSink(), clock)
+    reads = ReadService(index, clock)
+    stored: dict[str, tuple[dict, dict]] = {}  # key -> (body, its first result): Redis's record
+    items: list[dict] = []
+    keyed: list[dict] = []  # this batch's items that carry a key
+
+    def expect(item: dict) -> tuple:
+        """What the item must answer, evaluated in batch order on the model."""
+        if "bad" in item:
+            return (400,)
+        key = item.get("idempotency_key")
+        body = {k: v for k, v in item.items() if k != "idempotency_key"}
+        if key in stored:
+            return ("replay", key) if stored[key][0] == body else (409,)
+        try:
+            applied, standings = model.submit(
+                body["player_id"],
+                float(body["score"]),
+                body.get("region"),
+                body.get("metadata"),
+                clock(),
+            )
+        except ModelError:
+            return (422,)
+        if key:
+            stored[key] = (body, {})  # its result is filled in when the batch answers
+        return (200, applied, standings, key)
+
+    def flush() -> None:
+        if not items:
+            return
+        expected = [expect(item) for item in items]
+        sent = [item.get("bad", item) for item in items]
+        results = service.submit_batch(board_id, {"submissions": sent}, SERVER).body["results"]
+        assert len(results) == len(items)
+        for item, want, got in zip(items, expected, results, strict=True):
+            if want[0] == "replay":
+                first = stored[want[1]][1]
+                assert (got["status"], got["replayed"], got["result"]) == (200, True, first), item
+            elif want[0] == 200:
+                _, applied, standings, key = want
+                assert got["status"] == 200 and not got["replayed"], (item, got)
+                result = got["result"]
+                assert result["applied"] == applied, item
+                assert [
+                    (s["period"], s["region"], float(s["score"]), s["rank"])
+                    for s in result["standings"]
+                ] == standings, item
+                if key:
+                    stored[key][1].update(result)
+            else:
+                assert got["status"] == want[0], (item, got)
+        items.clear()
+        keyed.clear()
+
+    for n, op in enumerate(ops):
+        kind = op[0]
+        if kind == "advance":
+            flush()
+            clock.now += timedelta(hours=op[1])
+        elif kind == "cut":
+            flush()
+        elif kind == "bad":
+            items.append({"bad": op[1]})
+        elif kind in ("replay", "conflict") and keyed:
+            again = dict(keyed[-1])
+            if kind == "conflict":
+                again["score"] = again["score"] + 1
+            items.append(again)
+        elif kind == "submit":
+            _, player, score, region, metadata = op
+            item = _payload(player, score, region, metadata)
+            if n % 2 == 0:
+                item["idempotency_key"] = f"k-{n}"
+                keyed.append(item)
+            items.append(item)
+        if len(items) >= 9:
+            flush()
+    flush()
     _compare_reads(model, reads, board_id, clock)

@@ -91,21 +91,23 @@ def no_query(app: APIGatewayHttpResolver) -> None:
     known_params(query(app), ())
 
 
-def json_body(app: APIGatewayHttpResolver, *, required: bool = True) -> dict[str, Any]:
+def json_body(
+    app: APIGatewayHttpResolver, *, required: bool = True, max_bytes: int = MAX_BODY_BYTES
+) -> dict[str, Any]:
     """The body as a JSON object; bytes are decoded here so invalid UTF-8 is a 400."""
     event = app.current_event.raw_event
     raw = event.get("body")
     if raw is None:
         return parse_json_object(None, required=required)
-    if len(raw) > MAX_BODY_BYTES * 4 // 3 + 4:
-        raise PayloadTooLarge(f"request body exceeds {MAX_BODY_BYTES} bytes")
+    if len(raw) > max_bytes * 4 // 3 + 4:
+        raise PayloadTooLarge(f"request body exceeds {max_bytes} bytes")
     if event.get("isBase64Encoded"):
         try:
             data = base64.b64decode(raw, validate=True)
         except ValueError:
             raise BadRequest("request body is not valid base64") from None
-        return parse_json_object(data, required=required)
-    return parse_json_object(raw, required=required)
+        return parse_json_object(data, required=required, max_bytes=max_bytes)
+    return parse_json_object(raw, required=required, max_bytes=max_bytes)
 
 
 def header(app: APIGatewayHttpResolver, name: str) -> str | None:

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from leaderboard.domain.auth import Caller, submission_player
-from leaderboard.domain.errors import BadRequest
+from leaderboard.domain.errors import BadRequest, DomainError
 from leaderboard.domain.validation import (
+    IDEMPOTENCY_KEY_RE,
     require_player_id,
     require_region,
     require_score,
@@ -86,3 +87,48 @@ def parse_submission(body: dict[str, Any], caller: Caller) -> Submission:
         region=None if region is None else require_region(region),
         metadata=_metadata(body.get("metadata")),
     )
+
+
+MAX_BATCH_ITEMS = 500
+_BATCH_FIELDS = {"submissions"}
+
+
+@dataclass(frozen=True, slots=True)
+class BatchItem:
+    """One item of a batch: a valid submission (with its idempotency key) or why it is not.
+    A bad item fails alone, so its error is kept here rather than raised."""
+
+    submission: Submission | None
+    idempotency_key: str | None = None
+    error: DomainError | None = None
+
+
+def parse_batch(body: dict[str, Any], caller: Caller) -> list[BatchItem]:
+    """`{"submissions": [...]}` with 1 to 500 items; the envelope's errors fail the request,
+    an item's errors only that item."""
+    unknown = sorted(set(body) - _BATCH_FIELDS)
+    if unknown:
+        raise BadRequest(f"unknown field(s): {', '.join(unknown)}", fields=unknown)
+    items = body.get("submissions")
+    if not isinstance(items, list) or not 1 <= len(items) <= MAX_BATCH_ITEMS:
+        raise BadRequest(
+            f"submissions must be a list of 1 to {MAX_BATCH_ITEMS} submissions",
+            field="submissions",
+        )
+    return [_batch_item(item, caller) for item in items]
+
+
+def _batch_item(item: Any, caller: Caller) -> BatchItem:
+    try:
+        if not isinstance(item, dict):
+            raise BadRequest("each submission must be a JSON object", field="submissions")
+        fields = dict(item)
+        key = fields.pop("idempotency_key", None)
+        if key is not None and (not isinstance(key, str) or not IDEMPOTENCY_KEY_RE.fullmatch(key)):
+            raise BadRequest(
+                "idempotency_key must be 1-128 printable ASCII characters",
+                field="idempotency_key",
+            )
+        return BatchItem(parse_submission(fields, caller), key)
+    except DomainError as error:
+        return BatchItem(None, error=error)

@@ -15,6 +15,7 @@ from typing import Any
 from leaderboard.domain.errors import BadRequest, PayloadTooLarge
 
 MAX_BODY_BYTES = 16 * 1024
+MAX_BATCH_BODY_BYTES = 1024 * 1024  # 500 submissions of up to ~2 KiB each
 MAX_SAFE_INTEGER = 2**53 - 1
 MAX_JSON_DEPTH = 8
 
@@ -78,15 +79,17 @@ def _refuse_unstorable(value: Any) -> None:
             raise BadRequest("strings must not contain U+0000 or unpaired surrogates")
 
 
-def parse_json_object(body: str | bytes | None, *, required: bool = True) -> dict[str, Any]:
-    """Parse a request body that must be a JSON object of at most 16 KiB."""
+def parse_json_object(
+    body: str | bytes | None, *, required: bool = True, max_bytes: int = MAX_BODY_BYTES
+) -> dict[str, Any]:
+    """Parse a request body that must be a JSON object of at most `max_bytes` (16 KiB)."""
     if body is None or body in ("", b""):
         if required:
             raise BadRequest("request body is required (a JSON object)")
         return {}
     raw = body.encode() if isinstance(body, str) else body
-    if len(raw) > MAX_BODY_BYTES:
-        raise PayloadTooLarge(f"request body exceeds {MAX_BODY_BYTES} bytes")
+    if len(raw) > max_bytes:
+        raise PayloadTooLarge(f"request body exceeds {max_bytes} bytes")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -2,23 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
 from leaderboard.domain.auth import Caller
 from leaderboard.domain.clock import Clock, system_clock, to_ms
-from leaderboard.domain.errors import BoardMissing, Unavailable
+from leaderboard.domain.errors import (
+    BadRequest,
+    BoardMissing,
+    DomainError,
+    Forbidden,
+    RateLimited,
+    Unavailable,
+)
 from leaderboard.domain.events import ScoreEvent, new_event_id
 from leaderboard.domain.periods import current_periods
-from leaderboard.domain.submissions import Submission, parse_submission
+from leaderboard.domain.submissions import Submission, parse_batch, parse_submission
 from leaderboard.domain.validation import require_board_id, require_idempotency_key
-from leaderboard.stores.redis_index import RedisIndex, SubmitResult
+from leaderboard.stores.redis_index import BatchWrite, RedisIndex, SubmitResult
 
 
 class EventSink(Protocol):
     def send(self, event: ScoreEvent) -> None: ...
+
+    def send_many(self, events: Sequence[ScoreEvent]) -> set[int]:
+        """Positions of the events that could not be sent."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +79,71 @@ class ScoreService:
             body=_response(board_id, submission, result), replayed=result.replayed, event=event
         )
 
+    def submit_batch(self, board_id: str, body: dict[str, Any], caller: Caller) -> BatchResponse:
+        """Up to 500 submissions to one board: one Redis round trip, batched queue sends, one
+        result per item in order; a bad item fails alone."""
+        board_id = require_board_id(board_id)
+        if not caller.is_server:
+            raise Forbidden("batch submissions need the leaderboard/server scope")
+        items = parse_batch(body, caller)
+        now = self.clock()
+        now_ms = to_ms(now)
+        results: list[dict[str, Any] | None] = [None] * len(items)
+        positions: list[int] = []  # the item each write came from
+        writes: list[BatchWrite] = []
+        for position, item in enumerate(items):
+            if item.submission is None:
+                results[position] = _item_error(item.error or BadRequest("invalid submission"))
+                continue
+            key = item.idempotency_key
+            positions.append(position)
+            writes.append(
+                BatchWrite(
+                    item.submission, new_event_id(now_ms), (caller.subject, key) if key else None
+                )
+            )
+        try:
+            outcomes = (
+                self.index.submit_many(
+                    board_id, writes, now_ms=now_ms, periods=current_periods(now)
+                )
+                if writes
+                else []
+            )
+        except BoardMissing:
+            if self.in_record is not None and self.in_record(board_id):
+                raise Unavailable(
+                    f"board {board_id!r} is being restored from the system of record",
+                    retry_after=15,
+                ) from None
+            raise
+        applied: list[tuple[int, Submission, SubmitResult]] = []
+        for position, write, outcome in zip(positions, writes, outcomes, strict=True):
+            if isinstance(outcome, SubmitResult):
+                applied.append((position, write.submission, outcome))
+            else:
+                results[position] = _item_error(outcome)
+        # Replays are sent again, as single submissions are: the first send may have failed.
+        events = [build_event(board_id, sub, result) for _, sub, result in applied]
+        unsent = self.sink.send_many(events) if events else set()
+        for n, (position, submission, result) in enumerate(applied):
+            results[position] = (
+                _item_error(_queue_down())
+                if n in unsent
+                else {
+                    "status": 200,
+                    "replayed": result.replayed,
+                    "result": _response(board_id, submission, result),
+                }
+            )
+        done = [r for r in results if r is not None]
+        return BatchResponse(
+            body={"board_id": board_id, "results": done},
+            submitted=sum(1 for r in done if r["status"] == 200 and not r["replayed"]),
+            replayed=sum(1 for r in done if r["status"] == 200 and r["replayed"]),
+            failed=sum(1 for r in done if r["status"] != 200),
+        )
+
     def _apply(
         self, board_id: str, submission: Submission, now: datetime, key: str | None, caller: Caller
     ) -> SubmitResult:
@@ -79,6 +155,30 @@ class ScoreService:
             periods=current_periods(now),
             idempotency=(caller.subject, key) if key else None,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class BatchResponse:
+    body: dict[str, Any]
+    submitted: int
+    replayed: int
+    failed: int
+
+
+def _queue_down() -> Unavailable:
+    return Unavailable(
+        "the score queue is unavailable; this submission was applied: retry it with the same "
+        "idempotency_key to get its result",
+        retry_after=1,
+    )
+
+
+def _item_error(error: DomainError) -> dict[str, Any]:
+    """A failed item: the status and error body a single submission would have answered."""
+    body = error.body()
+    if isinstance(error, (RateLimited, Unavailable)):
+        body["retry_after"] = error.retry_after
+    return {"status": error.status, "error": body}
 
 
 def build_event(board_id: str, submission: Submission, result: SubmitResult) -> ScoreEvent:

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import wraps
 from importlib import resources
 from typing import Any, ParamSpec, TypeVar
 
-from redis.exceptions import BusyLoadingError, ClusterDownError, TryAgainError
+from redis.exceptions import BusyLoadingError, ClusterDownError, NoScriptError, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
@@ -34,6 +34,7 @@ from leaderboard.domain.errors import (
     ArchivedPeriod,
     BoardMissing,
     Conflict,
+    DomainError,
     NotFound,
     RateLimited,
     Unavailable,
@@ -133,6 +134,15 @@ class BoardKeys:
 
     def rate(self, player_id: str) -> str:
         return f"{self.prefix}rl:{player_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class BatchWrite:
+    """One submission of a batch, with the event id and idempotency scope it is applied with."""
+
+    submission: Submission
+    event_id: str
+    idempotency: tuple[str, str] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,6 +359,66 @@ class RedisIndex:
             if status != "STALE":
                 raise _submit_error(board_id, submission, reply[1:])
             self._remember_rules(board_id, WriteRules.parse(reply[1]))
+        raise Unavailable("the board's rules kept changing; retry", retry_after=1, store="redis")
+
+    @guarded
+    def submit_many(
+        self,
+        board_id: str,
+        writes: Sequence[BatchWrite],
+        *,
+        now_ms: int,
+        periods: dict[str, Period],
+    ) -> list[SubmitResult | DomainError]:
+        """Apply many submissions to one board in one pipelined round trip (one more when this
+        process does not have the board's current rules). They apply in order, each in its own
+        script call: one refused submission does not stop the others."""
+        results: list[SubmitResult | DomainError | None] = [None] * len(writes)
+        pending = list(range(len(writes)))
+        for _ in range(3):
+            rules = self._rules.get(board_id)
+            pipe = self.client.pipeline(transaction=False)
+            for i in pending:
+                write = writes[i]
+                keys, args = self.submit_call(
+                    board_id,
+                    write.submission,
+                    rules,
+                    event_id=write.event_id,
+                    now_ms=now_ms,
+                    periods=periods,
+                    idempotency=write.idempotency,
+                )
+                # EVALSHA itself: a pipeline given the Script would first ask SCRIPT EXISTS,
+                # one more round trip on every batch.
+                pipe.execute_command("EVALSHA", self._submit.sha, len(keys), *keys, *args)
+            replies = pipe.execute(raise_on_error=False)
+            stale: list[int] = []
+            if any(isinstance(reply, NoScriptError) for reply in replies):
+                self.client.script_load(self._submit.script)  # a restarted Redis
+            for i, reply in zip(pending, replies, strict=True):
+                if isinstance(reply, NoScriptError):  # nothing applied: send it again
+                    stale.append(i)
+                    continue
+                if isinstance(reply, Exception):
+                    raise reply
+                status = reply[0]
+                if status in ("OK", "REPLAY"):
+                    results[i] = _parse_record(reply[1], replayed=status == "REPLAY")
+                elif status == "STALE":
+                    self._remember_rules(board_id, WriteRules.parse(reply[1]))
+                    stale.append(i)
+                else:
+                    error = _submit_error(board_id, writes[i].submission, reply[1:])
+                    if not isinstance(error, DomainError) or isinstance(error, BoardMissing):
+                        raise error
+                    results[i] = error
+            if not stale:
+                done = [r for r in results if r is not None]
+                if len(done) != len(writes):
+                    raise RuntimeError("a batch submission got no reply")
+                return done
+            pending = stale
         raise Unavailable("the board's rules kept changing; retry", retry_after=1, store="redis")
 
     def submit_call(
