@@ -88,7 +88,7 @@ def _servers_only_where_allowed() -> Iterator[None]:
     if not NO_SERVERS:
         yield
         return
-    spawn = servers._spawn
+    spawn = servers.process._spawn
 
     def refuse(argv: list[str], **kwargs: Any) -> Any:
         raise AssertionError(
@@ -96,11 +96,11 @@ def _servers_only_where_allowed() -> Iterator[None]:
             "mark it `server` (or use a server fixture) so only `make test` runs it"
         )
 
-    servers._spawn = refuse  # type: ignore[assignment]
+    servers.process._spawn = refuse  # type: ignore[assignment]
     try:
         yield
     finally:
-        servers._spawn = spawn  # type: ignore[assignment]
+        servers.process._spawn = spawn  # type: ignore[assignment]
 
 
 @pytest.fixture(scope="session")
