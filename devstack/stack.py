@@ -28,6 +28,7 @@ from devstack.scheduler import Scheduler
 from devstack.servers import (
     EmbeddedPostgres,
     EmbeddedValkey,
+    EmbeddedValkeyCluster,
     LocalEventApi,
     LocalSQS,
     postgres_data_dir,
@@ -149,7 +150,19 @@ class LocalStack:
 
     def _start_stores(self, data: Path) -> None:
         redis_url = os.environ.get("REDIS_URL")
-        if not redis_url:
+        from leaderboard.settings import env_flag
+
+        cluster = env_flag("REDIS_CLUSTER")
+        if not redis_url and cluster:
+            # Nothing of it is kept on disk: the boards are rebuilt from PostgreSQL below.
+            nodes = EmbeddedValkeyCluster(masters=3, replicas=1)
+            self._resources.enter_context(nodes)
+            redis_url = nodes.url
+            log.info(
+                "embedded Valkey cluster: 3 masters with a replica each, on ports %s",
+                ", ".join(str(port) for _, port in nodes.startup_nodes),
+            )
+        elif not redis_url:
             valkey = EmbeddedValkey(data / "valkey", persist=True)
             self._resources.enter_context(valkey)
             redis_url = valkey.url
@@ -203,7 +216,7 @@ class LocalStack:
         apply_migrations(database_url)
         self.env = {
             "REDIS_URL": redis_url,
-            "REDIS_CLUSTER": os.environ.get("REDIS_CLUSTER", "false"),
+            "REDIS_CLUSTER": "true" if cluster else "false",
             "DATABASE_URL": database_url,
             "SCORE_QUEUE_URL": queue_url,
             "SQS_ENDPOINT_URL": endpoint,

@@ -5,16 +5,9 @@ from __future__ import annotations
 import json
 import secrets
 import urllib.request
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from devstack.servers.process import LOOPBACK, _PythonServer, free_port
-
-if TYPE_CHECKING:
-    pass
-
-# --------------------------------------------------------------------------------------
-# AppSync Events
-# --------------------------------------------------------------------------------------
 
 
 class LocalEventApi(_PythonServer):

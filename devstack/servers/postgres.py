@@ -14,7 +14,6 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 import psycopg
@@ -30,14 +29,6 @@ from devstack.servers.process import (
     _terminate,
     free_port,
 )
-
-if TYPE_CHECKING:
-    pass
-
-# --------------------------------------------------------------------------------------
-# PostgreSQL
-# --------------------------------------------------------------------------------------
-
 
 #: Unprivileged account PostgreSQL runs as when we are root (postgres refuses uid 0).
 PG_SYSTEM_USER = "leaderboard-pg"

@@ -29,10 +29,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
-
-if TYPE_CHECKING:
-    pass
+from typing import Self
 
 LOOPBACK = "127.0.0.1"
 _IS_LINUX = sys.platform.startswith("linux")
@@ -55,10 +52,6 @@ def free_port(host: str = LOOPBACK) -> int:
         port: int = sock.getsockname()[1]
         return port
 
-
-# --------------------------------------------------------------------------------------
-# process plumbing
-# --------------------------------------------------------------------------------------
 
 _live_lock = threading.Lock()
 _live: dict[int, Callable[[], None]] = {}
@@ -356,11 +349,6 @@ class _ServerProcess:
 
     def start(self, timeout: float = 10) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
-
-
-# --------------------------------------------------------------------------------------
-# SQS
-# --------------------------------------------------------------------------------------
 
 
 class _PythonServer(_ServerProcess):

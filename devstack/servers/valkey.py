@@ -6,20 +6,13 @@ import signal
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from devstack.servers.process import LOOPBACK, _register, _ServerProcess, _terminate, free_port
-
-if TYPE_CHECKING:
-    pass
-
-# --------------------------------------------------------------------------------------
-# Valkey
-# --------------------------------------------------------------------------------------
 
 
 def _valkey_binary() -> Path:

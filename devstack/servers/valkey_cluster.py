@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import time
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import Self
 
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 
 from devstack.servers.process import LOOPBACK, ServerStartError
-
-if TYPE_CHECKING:
-    pass
 from devstack.servers.valkey import EmbeddedValkey
+
+SLOTS = 16384
 
 
 def _cluster_info(client: redis.Redis) -> dict[str, str]:
@@ -25,17 +24,42 @@ def _cluster_info(client: redis.Redis) -> dict[str, str]:
     return dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
 
 
-class EmbeddedValkeyCluster:
-    """Three Valkey masters forming a Redis Cluster on loopback, for cluster-mode tests.
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
 
-    Slots are split into three ranges so keys really land on different nodes.
+
+def slot_ranges(masters: int) -> tuple[tuple[int, int], ...]:
+    """The 16,384 slots in `masters` contiguous ranges, as even as they divide."""
+    bounds = [SLOTS * i // masters for i in range(masters + 1)]
+    return tuple((bounds[i], bounds[i + 1] - 1) for i in range(masters))
+
+
+class EmbeddedValkeyCluster:
+    """Valkey masters (three by default), each with `replicas` replicas, forming a Redis
+    Cluster on loopback: what `REDIS_CLUSTER=true make run`, the cluster tests and the
+    cluster chaos run use.
+
+    Slots are split into one range per master so keys really land on different nodes; a
+    replica takes over its master's slots when the master stops answering for
+    `node_timeout_ms`. Nothing is kept on disk: `make run` rebuilds the boards from
+    PostgreSQL into a new cluster on each start.
     """
 
-    SLOT_RANGES: tuple[tuple[int, int], ...] = ((0, 5460), (5461, 10922), (10923, 16383))
-
-    def __init__(self, *, node_timeout_ms: int = 5000) -> None:
+    def __init__(
+        self,
+        *,
+        masters: int = 3,
+        replicas: int = 0,
+        node_timeout_ms: int = 5000,
+    ) -> None:
+        if masters < 3 and replicas:
+            raise ValueError("a failover needs a majority of at least 3 masters")
+        self.slot_ranges = slot_ranges(masters)
         config = {"cluster-enabled": "yes", "cluster-node-timeout": str(node_timeout_ms)}
-        self.nodes = [EmbeddedValkey(extra_config=config) for _ in self.SLOT_RANGES]
+        count = masters * (1 + replicas)
+        self.nodes = [EmbeddedValkey(extra_config=config) for _ in range(count)]
+        self.masters_count = masters
+        self.replicas_per_master = replicas
 
     @property
     def startup_nodes(self) -> list[tuple[str, int]]:
@@ -52,11 +76,12 @@ class EmbeddedValkeyCluster:
         nodes = [ClusterNode(host, port) for host, port in self.startup_nodes]
         return RedisCluster(startup_nodes=nodes, socket_timeout=2)
 
-    def start(self, timeout: float = 30) -> None:
-        """Start the nodes, assign slots, join them and wait for a consistent, usable cluster.
+    def start(self, timeout: float = 60) -> None:
+        """Start the nodes, assign slots, join them, attach the replicas, then wait for a
+        consistent, usable cluster.
 
-        Takes about 2 s: a master only reports ``cluster_state:ok`` once it has been up for
-        CLUSTER_WRITABLE_DELAY (2 s).
+        Takes a few seconds: a master only reports ``cluster_state:ok`` once it has been up
+        for CLUSTER_WRITABLE_DELAY (2 s), and replicas must finish their first sync.
         """
         if all(node.is_running() for node in self.nodes):
             return
@@ -66,12 +91,7 @@ class EmbeddedValkeyCluster:
                 node.start()
             clients = [node.client(socket_timeout=2) for node in self.nodes]
             try:
-                for client, (low, high) in zip(clients, self.SLOT_RANGES, strict=True):
-                    client.execute_command("CLUSTER", "ADDSLOTSRANGE", low, high)
-                for node in self.nodes[1:]:
-                    clients[0].execute_command(
-                        "CLUSTER", "MEET", LOOPBACK, node.port, node.cluster_bus_port
-                    )
+                self._form(clients)
                 self._wait_consistent(clients, deadline)
             finally:
                 for client in clients:
@@ -81,27 +101,50 @@ class EmbeddedValkeyCluster:
             self.stop()
             raise
 
-    def _expected_slots(self) -> set[tuple[int, int, int]]:
-        return {
-            (low, high, node.port)
-            for (low, high), node in zip(self.SLOT_RANGES, self.nodes, strict=True)
-        }
+    def _form(self, clients: list[redis.Redis]) -> None:
+        masters = clients[: self.masters_count]
+        for client, (low, high) in zip(masters, self.slot_ranges, strict=True):
+            client.execute_command("CLUSTER", "ADDSLOTSRANGE", low, high)
+        for node in self.nodes[1:]:
+            clients[0].execute_command(
+                "CLUSTER", "MEET", LOOPBACK, node.port, node.cluster_bus_port
+            )
+        ids = [_text(c.execute_command("CLUSTER", "MYID")) for c in masters]
+        replicas = clients[self.masters_count :]
+        deadline = time.monotonic() + 20
+        for n, client in enumerate(replicas):
+            master = ids[n % self.masters_count]
+            while True:  # the replica must have heard of its master through the bus first
+                try:
+                    client.execute_command("CLUSTER", "REPLICATE", master)
+                    break
+                except redis.ResponseError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
+
+    def _expected_slots(self) -> set[tuple[int, int]]:
+        return set(self.slot_ranges)
 
     def _wait_consistent(self, clients: list[redis.Redis], deadline: float) -> None:
         expected = self._expected_slots()
+        total = str(len(self.nodes))
         last = ""
         while time.monotonic() < deadline:
             ok = True
             for client in clients:
                 info = _cluster_info(client)
-                slots = {
-                    (int(entry[0]), int(entry[1]), int(entry[2][1]))
-                    for entry in client.execute_command("CLUSTER", "SLOTS")
-                }
-                if info.get("cluster_state") != "ok" or info.get("cluster_known_nodes") != "3":
+                slots = client.execute_command("CLUSTER", "SLOTS")
+                ranges = {(int(entry[0]), int(entry[1])) for entry in slots}
+                copies = {len(entry) - 3 for entry in slots}
+                if info.get("cluster_state") != "ok" or info.get("cluster_known_nodes") != total:
                     ok, last = False, str(info)
-                elif slots != expected:
-                    ok, last = False, f"slot map {sorted(slots)}"
+                elif ranges != expected or copies != {self.replicas_per_master}:
+                    ok, last = False, f"slot map {slots}"
+                elif _text(client.info("replication").get("role")) == "slave" and (
+                    client.info("replication").get("master_link_status") != "up"
+                ):
+                    ok, last = False, "a replica is still syncing"
             if ok:
                 return
             time.sleep(0.05)
@@ -111,7 +154,7 @@ class EmbeddedValkeyCluster:
         from redis.crc import key_slot
 
         probes: list[str] = []
-        for low, high in self.SLOT_RANGES:
+        for low, high in self.slot_ranges:
             probes.append(
                 next(
                     key

@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
+import signal
 import socket
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import boto3
@@ -178,7 +180,7 @@ def test_valkey_cluster_spreads_keys_over_three_nodes():
 
         client = RedisCluster(startup_nodes=[ClusterNode(h, p) for h, p in cluster.startup_nodes])
         try:
-            for (low, high), node in zip(cluster.SLOT_RANGES, cluster.nodes, strict=True):
+            for (low, high), node in zip(cluster.slot_ranges, cluster.nodes, strict=True):
                 key = next(
                     k
                     for k in (f"player:{i}" for i in range(10_000))
@@ -327,3 +329,41 @@ def test_make_run_records_repeated_stop_signals_without_locks():
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def test_valkey_cluster_with_replicas_fails_over_when_a_master_dies():
+    """The cluster `REDIS_CLUSTER=true make run` and the cluster chaos run start: three masters
+    with a replica each; a killed master's replica takes its slots with its data."""
+    with EmbeddedValkeyCluster(replicas=1, node_timeout_ms=1000) as cluster:
+        assert len(cluster.nodes) == 6
+        client = cluster.client()
+        try:
+            victim_range = cluster.slot_ranges[0]
+            key = next(
+                k
+                for k in (f"player:{i}" for i in range(10_000))
+                if victim_range[0] <= key_slot(k.encode()) <= victim_range[1]
+            )
+            client.set(key, "kept")
+            master = cluster.nodes[0].client()
+            assert master.execute_command("WAIT", 1, 2000) == 1  # the replica has it
+            master.close()
+            os.kill(cluster.nodes[0].pid, signal.SIGKILL)
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    fresh = cluster.client()
+                    try:
+                        if fresh.get(key) == b"kept":
+                            break
+                    finally:
+                        fresh.close()
+                except redis.RedisError:
+                    pass
+                assert time.monotonic() < deadline, "no replica took over"
+                time.sleep(0.2)
+            promoted = cluster.nodes[3].client()  # the replica of node 0
+            assert promoted.info("replication")["role"] == "master"
+            promoted.close()
+        finally:
+            client.close()

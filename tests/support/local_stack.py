@@ -35,8 +35,9 @@ def stack_env(data_dir: Path, port: int) -> dict[str, str]:
 class Stack:
     """`make run` in a process group of its own, ready when it says so."""
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
         self.data_dir = data_dir
+        self.extra_env = dict(env or {})
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = data_dir.parent / f"make-run-{self.port}.log"
@@ -44,7 +45,7 @@ class Stack:
             self.process = subprocess.Popen(
                 ["make", "--no-print-directory", "run"],
                 cwd=ROOT,
-                env=stack_env(data_dir, self.port),
+                env=stack_env(data_dir, self.port) | self.extra_env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

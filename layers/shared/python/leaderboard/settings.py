@@ -16,7 +16,8 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
 
-def _flag(name: str, default: bool = False) -> bool:
+def env_flag(name: str, default: bool = False) -> bool:
+    """A boolean setting: true/false, 1/0, yes/no, on/off; anything else stops the start."""
     raw = os.environ.get(name)
     if raw is None:
         return default
@@ -62,7 +63,7 @@ class RedisSettings:
             url=_url("REDIS_URL", ("redis", "rediss", "valkey", "valkeys")).replace(
                 "valkey", "redis", 1
             ),
-            cluster=_flag("REDIS_CLUSTER"),
+            cluster=env_flag("REDIS_CLUSTER"),
             idempotency_ttl_seconds=_int("IDEMPOTENCY_TTL_SECONDS", 90_000, 86_400, 2_592_000),
         )
 
