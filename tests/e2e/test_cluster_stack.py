@@ -72,6 +72,8 @@ def test_make_run_on_a_local_cluster_serves_writes_reads_and_restarts_from_the_r
         try:
             for board in boards:
                 status, _, reply = stack.request("GET", f"/boards/{board}/players/ada")
-                assert status == 200 and json.loads(reply)["rank"] == 15, reply  # 14 better, p5 tied
+                assert status == 200 and json.loads(reply)["rank"] == 15, (
+                    reply
+                )  # 14 better, p5 tied
         finally:
             stack.stop()

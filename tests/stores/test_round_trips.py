@@ -122,3 +122,104 @@ def test_handlers_use_one_round_trip(api, admin_token, server_token, board_id):
         api.call("GET", path)  # warm the connection
         trips, reply = counted(lambda path=path: api.call("GET", path))
         assert reply.status == 200 and trips == 1, path
+
+
+# Issue 22: rounds per read kind on a sharded board (each round one pipeline: one round trip
+# to each node touched), and one round trip per submission and per batch, for K = 1, 2, 3, 8.
+SHARDED_ROUNDS = {
+    "submission": 1,
+    "batch of 100": 1,
+    "top 10": 1,
+    "page at offset 1,500": 2,
+    "around rank 1,000": 2,
+    "player": 2,
+    "around player": 2,
+    "100 players": 2,
+    "standings": 2,
+}
+
+
+def _sharded_board(client, clock, board_id: str, shards: int):
+    from dataclasses import replace
+
+    index = RedisIndex(client)
+    board = publish(index, board_id, regions=["EU"], ties="first")
+    if shards > 1:
+        index.publish_board(replace(board, shards=shards, version=2))
+    scores = ScoreService(index, ListSink(), clock)
+    for start in range(0, 2000, 500):
+        items = [
+            {"player_id": f"p{i}", "score": i % 300, "region": "EU"}
+            for i in range(start, start + 500)
+        ]
+        scores.submit_batch(board_id, {"submissions": items}, SERVER)
+    return scores, ReadService(index, clock)
+
+
+def _calls(scores, reads, board_id: str) -> dict:
+    friends = ",".join(f"p{i}" for i in range(0, 2000, 20))
+    batch = {"submissions": [{"player_id": f"p{i}", "score": 7} for i in range(100)]}
+    return {
+        "submission": lambda: scores.submit(
+            board_id, {"player_id": "p1", "score": 3}, SERVER, None
+        ),
+        "batch of 100": lambda: scores.submit_batch(board_id, batch, SERVER),
+        "top 10": lambda: reads.entries(board_id, {"limit": "10"}),
+        "page at offset 1,500": lambda: reads.entries(board_id, {"offset": "1500", "limit": "10"}),
+        "around rank 1,000": lambda: reads.entries(board_id, {"around_rank": "1000"}),
+        "player": lambda: reads.player(board_id, "p77", {}),
+        "around player": lambda: reads.around(board_id, "p77", {"count": "10"}),
+        "100 players": lambda: reads.players(board_id, {"ids": friends}),
+        "standings": lambda: reads.standings(board_id, "p77", {}),
+    }
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("shards", [1, 2, 3, 8])
+def test_round_trips_per_read_kind_on_sharded_boards(redis_url, board_id, clock, shards):
+    client = redis.Redis.from_url(
+        redis_url, decode_responses=True, connection_class=CountingConnection
+    )
+    scores, reads = _sharded_board(client, clock, board_id, shards)
+    calls = _calls(scores, reads, board_id)
+    for call in calls.values():
+        call()  # warm: the rules of the board and the scripts
+    for name, call in calls.items():
+        trips, _ = counted(call)
+        assert trips == (1 if shards == 1 else SHARDED_ROUNDS[name]), (shards, name)
+    client.close()
+
+
+@pytest.mark.cluster
+def test_sharded_reads_touch_each_node_once_a_round_on_a_cluster(clock, board_id):
+    """On a cluster a round is one pipeline per node holding a shard of the board."""
+    from redis.cluster import RedisCluster
+
+    from devstack.servers import EmbeddedValkeyCluster
+    from leaderboard.domain.shards import shard_board_id
+
+    with EmbeddedValkeyCluster() as nodes:
+        client = RedisCluster.from_url(
+            nodes.url, decode_responses=True, connection_class=CountingConnection
+        )
+        scores, reads = _sharded_board(client, clock, board_id, 8)
+        holders = {
+            client.get_node_from_key(f"lb:{{{shard_board_id(board_id, s)}}}:cfg").name
+            for s in range(8)
+        }
+        assert len(holders) >= 2, "the shards should spread over the nodes"
+        calls = _calls(scores, reads, board_id)
+        for call in calls.values():
+            call()
+        for name, call in calls.items():
+            trips, _ = counted(call)
+            rounds = SHARDED_ROUNDS[name]
+            if name == "submission":
+                assert trips == 1
+            elif name in ("player", "around player", "standings"):
+                assert trips <= 1 + len(holders), name  # its own shard, then every node
+            else:
+                assert trips <= rounds * len(holders), (name, trips)
+        client.close()

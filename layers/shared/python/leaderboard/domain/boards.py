@@ -39,6 +39,9 @@ class BoardConfig:
     regions: tuple[str, ...] | None = None
     rate_limit_per_minute: int | None = None
     live_top: int = DEFAULT_LIVE_TOP
+    # Players spread over this many sorted sets (leaderboard/domain/shards.py). Not yet a
+    # field of the API: the rollover, rebuild, relay and live paths learn shards first.
+    shards: int = 1
     created_at: str = ""
     updated_at: str = ""
     version: int = 1
@@ -49,6 +52,7 @@ class BoardConfig:
         data = asdict(self)
         data.pop("extra")
         data.pop("version")
+        data.pop("shards")
         data["periods"] = list(self.periods)
         data["regions"] = list(self.regions) if self.regions is not None else None
         data["live_channel"] = board_channel(self.board_id)
@@ -63,6 +67,8 @@ class BoardConfig:
             "periods": list(self.periods),
             "v": self.version,
         }
+        if self.shards > 1:
+            cfg["shards"] = self.shards
         optional = {
             "regions": list(self.regions) if self.regions else None,
             "max_entries": self.max_entries,
@@ -91,6 +97,7 @@ class BoardConfig:
             regions=tuple(data["regions"]) if data.get("regions") else None,
             rate_limit_per_minute=data.get("rate_limit_per_minute"),
             live_top=int(data.get("live_top", DEFAULT_LIVE_TOP)),
+            shards=int(data.get("shards", 1)),
             created_at=data.get("created_at", ""),
             updated_at=data.get("updated_at", ""),
             version=int(data.get("version", 1)),

@@ -36,18 +36,20 @@ def new_event_id(ms: int) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Standing:
-    """A player's standing in one period/region after a submission (rank None: trimmed)."""
+    """A player's standing in one period/region after a submission (rank None: trimmed, or
+    `unranked`: on a sharded board, where a submission reaches one shard and a rank takes all)."""
 
     period: str
     region: str | None
     score: int | float
     rank: int | None
     changed: bool = True
+    unranked: bool = False
 
     @property
     def present(self) -> bool:
         """Still on the board: max_entries did not trim this player out."""
-        return self.rank is not None
+        return self.rank is not None or self.unranked
 
     def to_json(self) -> dict[str, Any]:
         """The response form: the `changed` flag is for the system of record only."""

@@ -29,3 +29,14 @@ def connect(url: str, *, cluster: bool = False, timeout: float = 2.0) -> RedisLi
     if cluster:
         return RedisCluster.from_url(url, **common)
     return redis.Redis.from_url(url, **common)
+
+
+def queue_script(pipe: Any, client: RedisLike, sha: str, keys: list[str], args: list[Any]) -> None:
+    """Queue one EVALSHA on a pipeline. On a cluster the call names its node itself: redis-py
+    would otherwise ask a node for the script's keys (COMMAND GETKEYS), one more round trip
+    for every call in the pipeline."""
+    if isinstance(client, RedisCluster):
+        node = client.get_node_from_key(keys[0])
+        pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args, target_nodes=node)
+    else:
+        pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)

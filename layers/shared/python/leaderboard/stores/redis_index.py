@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import wraps
@@ -42,9 +43,10 @@ from leaderboard.domain.errors import (
 )
 from leaderboard.domain.events import Eviction, Standing
 from leaderboard.domain.periods import Period
+from leaderboard.domain.shards import arrival_prefix, shard_board_id, shard_of
 from leaderboard.domain.submissions import Submission
 from leaderboard.domain.validation import format_score
-from leaderboard.stores.redis_client import RedisLike
+from leaderboard.stores.redis_client import RedisLike, queue_script
 
 CATALOG_KEY = "lb:boards"
 _UNREACHABLE = (
@@ -230,8 +232,9 @@ def _parse_record(record: str, replayed: bool) -> SubmitResult:
                 period=period,
                 region=region,
                 score=format_score(float(score)),
-                rank=int(rank) if rank else None,
+                rank=int(rank) if rank and rank != "-" else None,
                 changed=changed == "1",
+                unranked=rank == "-",
             )
         )
     return SubmitResult(
@@ -260,6 +263,9 @@ class WriteRules:
     min: float | None
     max: float | None
     max_increment: float | None
+    shards: int = 1
+    desc: bool = True
+    region_order: tuple[str, ...] = ()
 
     @classmethod
     def parse(cls, text: str) -> WriteRules:
@@ -287,6 +293,9 @@ class WriteRules:
             min=cfg.get("min"),
             max=cfg.get("max"),
             max_increment=cfg.get("max_inc"),
+            shards=int(cfg.get("shards", 1)),
+            desc=cfg["sort"] == "desc",
+            region_order=tuple(cfg.get("regions") or ()),
         )
 
     def precheck(self, submission: Submission) -> str:
@@ -325,6 +334,8 @@ class RedisIndex:
         self._players = client.register_script(_script("players"))
         # Per execution environment: the submit script's rules by board (checked on every call).
         self._rules: dict[str, WriteRules] = {}
+        self._last_arrival = 0
+        self._sharded: Any = None  # the reads of sharded boards, made on first need
 
     # --- writes -------------------------------------------------------------------------
     @guarded
@@ -340,6 +351,7 @@ class RedisIndex:
     ) -> SubmitResult:
         """Apply a submission to every period (and region) the board keeps, in one script call
         once this process has the board's rules (a new or changed board costs one more)."""
+        arrival = self._arrival()
         for _ in range(3):
             keys, args = self.submit_call(
                 board_id,
@@ -349,6 +361,7 @@ class RedisIndex:
                 now_ms=now_ms,
                 periods=periods,
                 idempotency=idempotency,
+                arrival=(arrival, 0),
             )
             reply = self._submit(keys=keys, args=args)
             status = reply[0]
@@ -375,6 +388,7 @@ class RedisIndex:
         script call: one refused submission does not stop the others."""
         results: list[SubmitResult | DomainError | None] = [None] * len(writes)
         pending = list(range(len(writes)))
+        arrival = self._arrival()
         for _ in range(3):
             rules = self._rules.get(board_id)
             pipe = self.client.pipeline(transaction=False)
@@ -388,10 +402,11 @@ class RedisIndex:
                     now_ms=now_ms,
                     periods=periods,
                     idempotency=write.idempotency,
+                    arrival=(arrival, i),
                 )
                 # EVALSHA itself: a pipeline given the Script would first ask SCRIPT EXISTS,
                 # one more round trip on every batch.
-                pipe.execute_command("EVALSHA", self._submit.sha, len(keys), *keys, *args)
+                queue_script(pipe, self.client, self._submit.sha, keys, args)
             replies = pipe.execute(raise_on_error=False)
             stale: list[int] = []
             if any(isinstance(reply, NoScriptError) for reply in replies):
@@ -431,8 +446,15 @@ class RedisIndex:
         now_ms: int,
         periods: dict[str, Period],
         idempotency: tuple[str, str] | None,
+        arrival: tuple[int, int] = (0, 0),
     ) -> tuple[list[str], list[Any]]:
-        """The submit script's keys and arguments (rules None: unknown yet, answered STALE)."""
+        """The submit script's keys and arguments (rules None: unknown yet, answered STALE).
+        On a sharded board they name the player's shard; `arrival` (microseconds, place in
+        its batch) orders equal scores there on ties=first boards."""
+        sharded = rules is not None and rules.shards > 1
+        if sharded:
+            assert rules is not None
+            board_id = shard_board_id(board_id, shard_of(submission.player_id, rules.shards))
         keys = BoardKeys(board_id)
         script_keys = [
             keys.cfg,
@@ -472,7 +494,16 @@ class RedisIndex:
             *(rules.args if rules is not None else ("set", "", "", "", "", "", "")),
             len(keys.prefix) + 3,  # where a set key's suffix starts (after "z:"), 1-based
         ]
+        if sharded and rules is not None:
+            args.append("1")
+            if rules.first:
+                args.append(arrival_prefix(arrival[0], arrival[1], rules.desc))
         return script_keys, args
+
+    def _arrival(self) -> int:
+        """Microseconds on this host's clock, never going back within the process."""
+        self._last_arrival = max(self._last_arrival + 1, time.time_ns() // 1000)
+        return self._last_arrival
 
     @guarded
     def write_rules(self, board_id: str) -> WriteRules | None:
@@ -502,11 +533,22 @@ class RedisIndex:
     def publish_board(self, board: BoardConfig) -> bool:
         """Make a board's rules visible to the scripts and the catalog (newest version wins)."""
         keys = BoardKeys(board.board_id)
-        written = self._put_config(
-            keys=[keys.cfg],
-            args=[json.dumps(board.to_script_config(), separators=(",", ":")), board.version],
-        )
+        text = json.dumps(board.to_script_config(), separators=(",", ":"))
+        before = self.client.get(keys.cfg)
+        written = self._put_config(keys=[keys.cfg], args=[text, board.version])
         if written:
+            # A sharded board's rules are on every shard too (its writes and reads prove them
+            # there); a board that had other shards (only while it had no entries) loses them.
+            old = int(json.loads(before).get("shards", 1)) if before else 1
+            for shard in range(board.shards if board.shards > 1 else 0):
+                self._put_config(
+                    keys=[BoardKeys(shard_board_id(board.board_id, shard)).cfg],
+                    args=[text, board.version],
+                )
+            gone = range(board.shards if board.shards > 1 else 0, old if old > 1 else 0)
+            for shard in gone:
+                self.client.delete(BoardKeys(shard_board_id(board.board_id, shard)).cfg)
+            self._rules.pop(board.board_id, None)
             public = board.to_public() | {"version": board.version}
             self.client.hset(CATALOG_KEY, board.board_id, json.dumps(public))
         return bool(written)
@@ -626,8 +668,15 @@ class RedisIndex:
 
     @guarded
     def board_entry_count(self, board_id: str) -> int:
-        keys = BoardKeys(board_id)
-        return int(self._board_entries(keys=[keys.registry], args=[keys.prefix]))
+        """Entries on every sorted set of the board (of every shard of a sharded board)."""
+        raw = self.client.get(BoardKeys(board_id).cfg)
+        shards = int(json.loads(raw).get("shards", 1)) if raw else 1
+        names = [board_id] if shards <= 1 else [shard_board_id(board_id, s) for s in range(shards)]
+        total = 0
+        for name in names:
+            keys = BoardKeys(name)
+            total += int(self._board_entries(keys=[keys.registry], args=[keys.prefix]))
+        return total
 
     # --- reads --------------------------------------------------------------------------
     @guarded
@@ -653,6 +702,21 @@ class RedisIndex:
         player_id: str = "",
     ) -> Window:
         """One read: a page, a window around a rank, one player, or a window around a player."""
+
+        def sharded(shards: Any, rules: WriteRules) -> Window:
+            return shards.window(
+                board_id,
+                rules,
+                period,
+                region,
+                op=op,
+                size=size,
+                offset_or_rank=offset_or_rank,
+                player_id=player_id,
+            )
+
+        if self._is_sharded(board_id):
+            return self._on_shards(board_id, sharded)
         keys = BoardKeys(board_id)
         reply = self._read(
             keys=[
@@ -664,6 +728,8 @@ class RedisIndex:
             ],
             args=[op, period.kind, region or "", player_id, offset_or_rank, size, period.id],
         )
+        if reply[0] == "SHARDED":
+            return self._on_shards(board_id, sharded, reply[1])
         if reply[0] == "ERR":
             raise _read_error(board_id, period, region, player_id, reply[1])
         total, start, position, count = (int(x) for x in reply[1:5])
@@ -690,11 +756,19 @@ class RedisIndex:
         self, board_id: str, period: Period, region: str | None, player_ids: list[str]
     ) -> Selection:
         """Many players of one board in one read: the ones with an entry, in board order."""
+
+        def sharded(shards: Any, rules: WriteRules) -> Selection:
+            return shards.players(board_id, rules, period, region, player_ids)
+
+        if self._is_sharded(board_id):
+            return self._on_shards(board_id, sharded)
         keys = BoardKeys(board_id)
         reply = self._players(
             keys=[keys.cfg, keys.meta, keys.archived],
             args=["many", keys.prefix, period.kind, period.id, region or "", *player_ids],
         )
+        if reply[0] == "SHARDED":
+            return self._on_shards(board_id, sharded, reply[1])
         if reply[0] == "ERR":
             raise _read_error(board_id, period, region, "", reply[1])
         total, count = int(reply[1]), int(reply[2])
@@ -720,11 +794,19 @@ class RedisIndex:
     ) -> list[PeriodStanding]:
         """A player on every given period the board keeps, globally and on its regional boards
         (only `region`'s when given), in one read."""
+
+        def sharded(shards: Any, rules: WriteRules) -> list[PeriodStanding]:
+            return shards.standings(board_id, rules, player_id, periods, region)
+
+        if self._is_sharded(board_id):
+            return self._on_shards(board_id, sharded)
         keys = BoardKeys(board_id)
         args: list[str] = ["standings", keys.prefix, player_id, region or ""]
         for period in periods:
             args += [period.kind, period.id]
         reply = self._players(keys=[keys.cfg, keys.meta, keys.archived], args=args)
+        if reply[0] == "SHARDED":
+            return self._on_shards(board_id, sharded, reply[1])
         if reply[0] == "ERR":
             raise _read_error(board_id, periods[0], region, player_id, reply[1])
         rows = reply[2:]
@@ -739,6 +821,32 @@ class RedisIndex:
             )
             for i in range(0, 6 * int(reply[1]), 6)
         ]
+
+    def _is_sharded(self, board_id: str) -> bool:
+        rules = self._rules.get(board_id)
+        return rules is not None and rules.shards > 1
+
+    def _on_shards(self, board_id: str, read: Callable[[Any, WriteRules], R], text: str = "") -> R:
+        """A read of a sharded board with the rules this process has (or `text`'s); when a
+        shard holds newer rules, they are learnt and the read is made again."""
+        from leaderboard.stores.sharded_index import ShardedIndex, StaleRules
+
+        if self._sharded is None:
+            self._sharded = ShardedIndex(self.client)
+        if text:
+            self._remember_rules(board_id, WriteRules.parse(text))
+        for _ in range(3):
+            rules = self._rules[board_id]
+            if rules.shards <= 1:
+                break  # no longer sharded (it had no entries): read it as any board
+            try:
+                return read(self._sharded, rules)
+            except StaleRules as stale:
+                self._remember_rules(board_id, WriteRules.parse(stale.text))
+            except BoardMissing:
+                break  # its shards were dropped: the board's own rules decide
+        self._rules.pop(board_id, None)
+        raise Unavailable("the board's layout changed; retry", retry_after=1, store="redis")
 
     @guarded
     def outbox_entries(

@@ -9,10 +9,12 @@
 --                -> {'OK', total, n, n x (player, score, rank, position), n metadata ('' = none)}
 --   'standings': 3 player, 4 region ('' = every region the player is on), 5.. (kind, period id)
 --                -> {'OK', n, n x (kind, period id, region, score, rank, total)}
--- or {'ERR', code} ('archived': read the archive).
+-- or {'ERR', code} ('archived': read the archive), or {'SHARDED', cfg text}.
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'ERR', 'no_board'} end
 local cfg = cjson.decode(raw)
+-- A sharded board keeps only its rules here: the caller reads its shards (shard_read.lua).
+if cfg.shards and cfg.shards > 1 then return {'SHARDED', raw} end
 local op, prefix = ARGV[1], ARGV[2]
 local desc, first = cfg.sort == 'desc', cfg.ties == 'first'
 

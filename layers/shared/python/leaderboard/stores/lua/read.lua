@@ -7,10 +7,12 @@
 --       7 period id.
 -- Returns {'OK', total, start, player_position (-1 if none), n, then n x (player, score, rank),
 --          then n metadata JSON strings ('' = none)} or {'ERR', code} ('archived': read the
---          archive).
+--          archive), or {'SHARDED', cfg text}.
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'ERR', 'no_board'} end
 local cfg = cjson.decode(raw)
+-- A sharded board keeps only its rules here: the caller reads its shards (shard_read.lua).
+if cfg.shards and cfg.shards > 1 then return {'SHARDED', raw} end
 
 local function has(list, item)
   if type(list) ~= 'table' then return false end

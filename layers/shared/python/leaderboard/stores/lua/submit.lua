@@ -16,10 +16,13 @@
 --       ('' = none), 7 metadata JSON ('' = none), 8 request fingerprint ('' = no idempotency
 --       key), 9 idempotency TTL (s), 10 error code found by the caller ('' = none), 11 mode,
 --       12 '1' = desc, 13 '1' = ties first, 14 min, 15 max, 16 rate per minute,
---       17 max entries ('' = none for 14-17), 18 where the set suffix starts in a set key.
+--       17 max entries ('' = none for 14-17), 18 where the set suffix starts in a set key,
+--       19 '1' = a shard of a sharded board (no rank: it takes every shard; rank '-'),
+--       20 (shards of sharded ties=first boards) the member prefix of this arrival.
 -- Returns {'OK', record} | {'REPLAY', record} | {'STALE', cfg text} | {'ERR', code, ...}.
 -- A record is "event_id\tapplied\tversion\tnow_ms\tmode", then one "suffix\tscore\trank\tchanged"
--- line per set (suffix = period[:region]; rank '' = trimmed out by max_entries), then one
+-- line per set (suffix = period[:region]; rank '' = trimmed out by max_entries, '-' = not
+-- ranked: a shard of a sharded board), then one
 -- "-\tsuffix\tplayer\tgone" line per entry max_entries evicted (gone = 1: that player is left on
 -- no set of the board, so its metadata was dropped).
 local mode, fp = ARGV[11], ARGV[8]
@@ -51,6 +54,7 @@ local score = tonumber(delta)
 local desc, first = ARGV[12] == '1', ARGV[13] == '1'
 local min, max, maxe = tonumber(ARGV[14]), tonumber(ARGV[15]), tonumber(ARGV[17])
 local off = tonumber(ARGV[18])
+local unranked = ARGV[19] == '1'
 local SAFE = 9007199254740991
 local function fmt(x) return string.format('%.17g', x) end
 local step = first and 2 or 1
@@ -123,8 +127,10 @@ end
 local version = redis.call('INCR', KEYS[4])
 local tie = ''
 if first then
-  -- Equal scores order by member; this prefix makes the earlier arrival come first.
-  if desc then tie = string.format('%015d|', 999999999999999 - version)
+  -- Equal scores order by member; this prefix makes the earlier arrival come first. A shard
+  -- of a sharded board gets it from the caller: an arrival stamp all shards compare alike.
+  if ARGV[20] then tie = ARGV[20]
+  elseif desc then tie = string.format('%015d|', 999999999999999 - version)
   else tie = string.format('%015d|', version) end
 end
 
@@ -185,7 +191,7 @@ for i = 1, n do
         redis.call('ZREM', z, v)
         local vp = v
         if first then
-          vp = string.sub(v, 17)
+          vp = string.sub(v, #tie + 1)
           redis.call('HDEL', m, vp)
         end
         if vp == player then present = false end
@@ -195,7 +201,9 @@ for i = 1, n do
     end
   end
   local rank = ''
-  if present then
+  if unranked then
+    rank = '-'
+  elseif present then
     if first then
       local r
       if desc then r = redis.call('ZREVRANK', z, member) else r = redis.call('ZRANK', z, member) end

@@ -1,0 +1,190 @@
+"""Sharded boards: one board's players split over K sorted sets, ranks counted across them.
+
+A board with `shards: K > 1` keeps each player on one shard, chosen by a hash of the player id,
+so every write stays one script on one node. A shard is laid out exactly like an unsharded
+board under its own hash tag (`{board.s}`: a dot never appears in a board id), so Redis Cluster
+can place the K shards on different nodes. Reads merge the shards: a player's rank is one plus
+the members every shard holds before it, a page is cut from the shards' runs around it.
+
+This module is the arithmetic of that merge, with no store in it: which shard holds a player,
+and how runs of consecutive entries fetched from each shard combine into exact global
+positions and ranks.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+MAX_SHARDS = 256
+# ties=first on a sharded board: equal scores order by an arrival stamp (microseconds since
+# 2020-01-01 on the API host's clock, then the item's place in its batch) written in front of
+# the player id, as the per-board version is on an unsharded board.
+STAMP_EPOCH_US = 1_577_836_800_000_000
+STAMP_DIGITS = 18  # 15 digits of microseconds (until 2051), 3 of batch position
+STAMP_MAX = 10**STAMP_DIGITS - 1
+
+
+def shard_of(player_id: str, shards: int) -> int:
+    """The shard that holds a player: stable across processes and releases."""
+    if shards <= 1:
+        return 0
+    return zlib.crc32(player_id.encode()) % shards
+
+
+def shard_board_id(board_id: str, shard: int) -> str:
+    """The id whose keys (`lb:{board.s}:...`) hold one shard of a sharded board."""
+    return f"{board_id}.{shard}"
+
+
+def arrival_prefix(stamp_us: int, position: int, desc: bool) -> str:
+    """The member prefix that makes an earlier arrival rank first among equal scores: members
+    of equal score sort by their bytes, ascending on asc boards and descending on desc ones."""
+    stamp = (stamp_us - STAMP_EPOCH_US) * 1000 + position
+    if desc:
+        stamp = STAMP_MAX - stamp
+    return f"{stamp:0{STAMP_DIGITS}d}|"
+
+
+def strip_member(member: str, first: bool) -> str:
+    """The player id of a sharded board's member."""
+    return member[STAMP_DIGITS + 1 :] if first else member
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """Consecutive entries of one shard's sorted set, in board order.
+
+    `start` is the shard-local position of rows[0]; `better` is how many of the shard's
+    members have a strictly better score than rows[0] (ties=first: `start` itself); `total` is
+    the shard's size. A run with no rows is a shard with nothing at or after `start`."""
+
+    start: int
+    rows: tuple[tuple[str, float], ...]
+    better: int
+    total: int
+
+    @property
+    def exhausted(self) -> bool:
+        return self.start + len(self.rows) >= self.total
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """An entry of the merged board: global position (0-based), rank, member, score."""
+
+    position: int
+    rank: int
+    member: str
+    score: float
+
+
+def order_key(desc: bool) -> Callable[[tuple[str, float]], tuple[Any, ...]]:
+    """Board order of (member, score) rows as one sorted set orders them: by score, then by
+    member bytes, both descending on desc boards (ZREVRANGE) and ascending on asc ones."""
+    if desc:
+        return lambda row: (-row[1], _Reversed(row[0]))
+    return lambda row: (row[1], row[0])
+
+
+class _Reversed:
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __lt__(self, other: _Reversed) -> bool:
+        return self.text > other.text
+
+    def __gt__(self, other: _Reversed) -> bool:
+        return self.text < other.text
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Reversed) and self.text == other.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+
+def merge_runs(runs: Sequence[Run], desc: bool, first: bool) -> list[Placed]:
+    """The entries whose global positions the runs prove, in board order, with their ranks.
+
+    Every entry of every shard that lies between `lo` (the latest first row of the runs that
+    do not start at the shard's top) and `hi` (the earliest last row of the runs that do not
+    reach the shard's end) was fetched, so that stretch of the merged rows is a contiguous
+    stretch of the board, and everything before it is counted by the runs' starts."""
+    key = order_key(desc)
+    merged = sorted(
+        ((key(row), n, row) for n, run in enumerate(runs) for row in run.rows),
+        key=lambda item: item[0],
+    )
+    lo = max((key(run.rows[0]) for run in runs if run.start > 0 and run.rows), default=None)
+    hi = min((key(run.rows[-1]) for run in runs if not run.exhausted and run.rows), default=None)
+    if any(run.start > 0 and not run.rows and run.total > 0 for run in runs):
+        return []  # a shard whose entries all lie before its run: nothing is proven
+    region = [
+        item
+        for item in merged
+        if (lo is None or not item[0] < lo) and (hi is None or not hi < item[0])
+    ]
+    if not region:
+        return []
+    head_key = region[0][0]
+    position = sum(run.start for run in runs if run.rows) + sum(
+        1 for item in merged if item[0] < head_key
+    )
+    placed: list[Placed] = []
+    for offset, (_, _, (member, score)) in enumerate(region):
+        at = position + offset
+        if first:
+            rank = at + 1
+        elif placed and placed[-1].score == score:
+            rank = placed[-1].rank
+        elif placed:
+            rank = at + 1  # the first of its score in a contiguous stretch
+        else:
+            rank = 1 + _better_than(runs, score, desc)
+        placed.append(Placed(at, rank, member, score))
+    return placed
+
+
+def _better_than(runs: Sequence[Run], score: float, desc: bool) -> int:
+    """Members of the whole board with a score strictly better than `score`, a score of the
+    proven stretch (each run's first row is then at or before it)."""
+    count = 0
+    for run in runs:
+        if not run.rows:
+            continue
+        if run.rows[0][1] == score:
+            count += run.better
+        else:
+            count += run.start + sum(1 for _, s in run.rows if (s > score if desc else s < score))
+    return count
+
+
+def covers(placed: Sequence[Placed], start: int, stop: int, total: int) -> bool:
+    """Whether the proven stretch holds every position of [start, stop) that exists."""
+    stop = min(stop, total)
+    if stop <= start:
+        return True
+    if not placed:
+        return False
+    return placed[0].position <= start and placed[-1].position >= stop - 1
+
+
+def run_bounds(start: int, stop: int, shards: int, attempt: int) -> tuple[int, int]:
+    """The shard-local positions [a, b] to fetch from every shard for global positions
+    [start, stop). Players are spread over the shards by a hash, so the global position p
+    sits near p/K on each shard, give or take a few square roots of p/K: attempt 0 fetches
+    that margin, attempt 1 four times it, and the last attempt everything down to `stop`,
+    which always covers (no shard holds more than `stop` of the first `stop` entries)."""
+    if attempt >= 2 or shards == 1 or start == 0:
+        return 0, max(stop - 1, 0)
+    expected = start / shards
+    margin = int((4 if attempt == 0 else 16) * math.sqrt(expected + 1)) + 8
+    low = max(0, int(expected) - margin)
+    high = math.ceil(stop / shards) + margin
+    return low, max(high, low)

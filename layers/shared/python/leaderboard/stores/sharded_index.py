@@ -1,0 +1,468 @@
+"""Reads of sharded boards: each shard's part in one script call, the parts merged exactly.
+
+A read takes a fixed number of rounds, each one pipeline (redis-py sends a cluster pipeline to
+every node at once, so a round is one round trip per node touched):
+  top of the board          1 round   every shard's top n, with metadata
+  page at an offset         2 rounds  runs around offset/K on every shard, then the metadata of
+                                      the page; a run that misses the page (rare: players are
+                                      spread by a hash) costs one more round, twice at most
+  around a rank             as a page
+  one player, around one,   2 rounds  the player's shard finds it, then every shard counts the
+  many players, standings             members before it (and, around it, sends its run there)
+The arithmetic is leaderboard/domain/shards.py; the shard's side is lua/shard_read.lua.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from redis.exceptions import NoScriptError
+
+from leaderboard.domain.errors import ArchivedPeriod
+from leaderboard.domain.periods import Period
+from leaderboard.domain.shards import (
+    Placed,
+    Run,
+    covers,
+    merge_runs,
+    order_key,
+    run_bounds,
+    shard_board_id,
+    shard_of,
+    strip_member,
+)
+from leaderboard.domain.validation import format_score
+from leaderboard.stores.redis_client import RedisLike, queue_script
+from leaderboard.stores.redis_index import (
+    BoardKeys,
+    Entry,
+    PeriodStanding,
+    Selection,
+    Window,
+    WriteRules,
+    _read_error,
+    _script,
+)
+
+
+class StaleRules(Exception):
+    """A shard holds other rules than the caller's: reload them (`text`) and read again."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__("board rules changed")
+        self.text = text
+
+
+class ShardedIndex:
+    def __init__(self, client: RedisLike) -> None:
+        self.client = client
+        self._source = _script("shard_read")
+        self._sha = hashlib.sha1(self._source.encode(), usedforsecurity=False).hexdigest()
+        self.rounds = 0  # rounds sent, for the round-trip tests and benchmarks
+
+    # --- one round ----------------------------------------------------------------------
+    def _round(self, calls: list[tuple[list[str], list[Any]]]) -> list[list[Any]]:
+        """One pipeline of shard_read.lua calls (one round trip per node)."""
+        for attempt in range(2):
+            pipe = self.client.pipeline(transaction=False)
+            for keys, args in calls:
+                queue_script(pipe, self.client, self._sha, keys, args)
+            self.rounds += 1
+            replies = pipe.execute(raise_on_error=False)
+            if attempt == 0 and any(isinstance(r, NoScriptError) for r in replies):
+                self.client.script_load(self._source)  # a restarted node
+                continue
+            for reply in replies:
+                if isinstance(reply, Exception):
+                    raise reply
+                if reply[0] == "STALE":
+                    raise StaleRules(reply[1])
+                if reply[0] == "ERR":
+                    raise _Missing(reply[1])
+            return replies
+        raise RuntimeError("the shard read script could not be loaded")
+
+    @staticmethod
+    def _head(rules: WriteRules, shard: str, op: str) -> tuple[list[str], list[Any]]:
+        keys = BoardKeys(shard)
+        return (
+            [keys.cfg, keys.meta, keys.archived],
+            [op, rules.text, "1" if rules.desc else "", "1" if rules.first else ""],
+        )
+
+    def _shards(self, board_id: str, rules: WriteRules) -> list[str]:
+        return [shard_board_id(board_id, s) for s in range(rules.shards)]
+
+    @staticmethod
+    def _check_scope(board_id: str, rules: WriteRules, period: Period, region: str | None) -> None:
+        if period.kind not in rules.periods:
+            raise _read_error(board_id, period, region, "", "no_period")
+        if region and region not in rules.regions:
+            raise _read_error(board_id, period, region, "", "unknown_region")
+
+    # --- runs ---------------------------------------------------------------------------
+    def _runs(
+        self,
+        board_id: str,
+        rules: WriteRules,
+        period: Period,
+        region: str | None,
+        low: int,
+        high: int,
+        with_meta: bool,
+    ) -> tuple[list[Run], dict[str, str], bool]:
+        calls = []
+        for shard in self._shards(board_id, rules):
+            keys, args = self._head(rules, shard, "range")
+            keys.append(BoardKeys(shard).zset(period.id, region))
+            calls.append((keys, [*args, low, high, "1" if with_meta else "", period.id]))
+        runs: list[Run] = []
+        metas: dict[str, str] = {}
+        archived = False
+        for reply in self._round(calls):
+            archived = archived or bool(int(reply[1]))
+            run, meta = _parse_run(reply, 2, with_meta, rules.first)
+            runs.append(run)
+            metas.update(meta)
+        return runs, metas, archived
+
+    def _metadata(self, board_id: str, rules: WriteRules, members: list[str]) -> dict[str, str]:
+        """One round: the metadata of chosen players, from the shard of each."""
+        by_shard: dict[int, list[str]] = defaultdict(list)
+        for member in members:
+            player = strip_member(member, rules.first)
+            by_shard[shard_of(player, rules.shards)].append(player)
+        pipe = self.client.pipeline(transaction=False)
+        order = []
+        for shard, players in by_shard.items():
+            pipe.hmget(BoardKeys(shard_board_id(board_id, shard)).meta, players)
+            order.append(players)
+        self.rounds += 1
+        found: dict[str, str] = {}
+        for players, values in zip(order, pipe.execute(), strict=True):
+            found.update({p: v for p, v in zip(players, values, strict=True) if v})
+        return found
+
+    def _entries(
+        self, placed: list[Placed], metas: dict[str, str], first: bool
+    ) -> tuple[Entry, ...]:
+        out = []
+        for entry in placed:
+            player = strip_member(entry.member, first)
+            meta = metas.get(player)
+            out.append(
+                Entry(
+                    rank=entry.rank,
+                    player_id=player,
+                    score=format_score(entry.score),
+                    metadata=json.loads(meta) if meta else None,
+                )
+            )
+        return tuple(out)
+
+    # --- windows ------------------------------------------------------------------------
+    def window(
+        self,
+        board_id: str,
+        rules: WriteRules,
+        period: Period,
+        region: str | None,
+        *,
+        op: str,
+        size: int,
+        offset_or_rank: int = 0,
+        player_id: str = "",
+    ) -> Window:
+        self._check_scope(board_id, rules, period, region)
+        try:
+            if op in ("page", "around_rank"):
+                return self._cut(board_id, rules, period, region, op, size, offset_or_rank)
+            return self._around_player(board_id, rules, period, region, op, size, player_id)
+        except _Missing as missing:
+            raise _read_error(board_id, period, region, player_id, missing.code) from None
+
+    def _cut(
+        self,
+        board_id: str,
+        rules: WriteRules,
+        period: Period,
+        region: str | None,
+        op: str,
+        size: int,
+        offset_or_rank: int,
+    ) -> Window:
+        """A page at an offset, or the window centred on a rank."""
+        start = offset_or_rank if op == "page" else max(0, offset_or_rank - 1 - (size - 1) // 2)
+        for attempt in range(3):
+            low, high = run_bounds(start, start + size, rules.shards, attempt)
+            top = low == 0 and high < size
+            runs, metas, archived = self._runs(
+                board_id, rules, period, region, low, high, with_meta=top
+            )
+            total = sum(run.total for run in runs)
+            if total == 0 and archived:
+                raise ArchivedPeriod(f"period {period.id} is archived", period=period.id)
+            if op == "around_rank":
+                start = _centre(offset_or_rank - 1, size, total)
+            placed = merge_runs(runs, rules.desc, rules.first)
+            if covers(placed, start, start + size, total):
+                chosen = [p for p in placed if start <= p.position < start + size]
+                if not top and chosen:
+                    metas = self._metadata(board_id, rules, [p.member for p in chosen])
+                return Window(
+                    total=total,
+                    start=start,
+                    player_position=None,
+                    entries=self._entries(chosen, metas, rules.first),
+                )
+        raise RuntimeError("a sharded read did not converge")  # run_bounds' last attempt covers
+
+    def _find(
+        self,
+        board_id: str,
+        rules: WriteRules,
+        player_id: str,
+        sets: list[tuple[str, str | None]],
+    ) -> tuple[str, list[tuple[str, float] | None], list[bool]]:
+        """Round 1: a player's (member, score) on each of `sets` (period id, region), from its
+        own shard, with its metadata and whether each missing set was archived."""
+        shard = shard_board_id(board_id, shard_of(player_id, rules.shards))
+        keys, args = self._head(rules, shard, "find")
+        shard_keys = BoardKeys(shard)
+        for period_id, region in sets:
+            keys.append(shard_keys.zset(period_id, region))
+            if rules.first:
+                keys.append(shard_keys.members(period_id, region))
+        reply = self._round([(keys, [*args, player_id, *(p for p, _ in sets)])])[0]
+        found: list[tuple[str, float] | None] = []
+        archived: list[bool] = []
+        for i in range(len(sets)):
+            member, score, gone = reply[2 + 3 * i : 5 + 3 * i]
+            found.append((member, float(score)) if member else None)
+            archived.append(bool(int(gone)))
+        return reply[1], found, archived
+
+    def _count(
+        self,
+        board_id: str,
+        rules: WriteRules,
+        queries: list[tuple[str, str | None, str, float]],
+        window: int = 0,
+        positions: bool = False,
+    ) -> list[list[tuple[int, int, int, Run | None, dict[str, str]]]]:
+        """Round 2: on every shard, for each (period id, region, member, score): the set's
+        size, the members before it (ties first) or with a better score, and a run around it."""
+        calls = []
+        for shard in self._shards(board_id, rules):
+            keys, args = self._head(rules, shard, "count")
+            shard_keys = BoardKeys(shard)
+            sets: dict[tuple[str, str | None], int] = {}
+            query_args: list[Any] = []
+            for period_id, region, member, score in queries:
+                if (period_id, region) not in sets:
+                    sets[(period_id, region)] = len(sets) + 1
+                    keys.append(shard_keys.zset(period_id, region))
+                query_args += [sets[(period_id, region)], repr(score), member]
+            calls.append(
+                (
+                    keys,
+                    [
+                        *args,
+                        window,
+                        "1" if window else "",
+                        len(queries),
+                        "1" if positions else "",
+                        *query_args,
+                    ],
+                )
+            )
+        out = []
+        for reply in self._round(calls):
+            at = 1
+            parts: list[tuple[int, int, int, Run | None, dict[str, str]]] = []
+            for _ in queries:
+                total, better, position = (int(x) for x in reply[at : at + 3])
+                at += 3
+                run: Run | None = None
+                metas: dict[str, str] = {}
+                if window:
+                    run, metas = _parse_run(reply, at, True, rules.first)
+                    at += 4 + 3 * len(run.rows)
+                parts.append((total, better, position, run, metas))
+            out.append(parts)
+        return out
+
+    def _around_player(
+        self,
+        board_id: str,
+        rules: WriteRules,
+        period: Period,
+        region: str | None,
+        op: str,
+        size: int,
+        player_id: str,
+    ) -> Window:
+        meta, found, archived = self._find(board_id, rules, player_id, [(period.id, region)])
+        if found[0] is None:
+            raise _Missing("archived" if archived[0] else "no_player")
+        member, score = found[0]
+        window = size if op == "around" else 0
+        query = [(period.id, region, member, score)]
+        shards = self._count(board_id, rules, query, window, positions=op == "player")
+        total = sum(parts[0][0] for parts in shards)
+        better = sum(parts[0][1] for parts in shards)
+        if op == "player":
+            entry = Entry(
+                rank=better + 1,  # ties first: the members before it; shared: strictly better
+                player_id=player_id,
+                score=format_score(score),
+                metadata=json.loads(meta) if meta else None,
+            )
+            position = sum(parts[0][2] for parts in shards)
+            return Window(total=total, start=position, player_position=position, entries=(entry,))
+        runs = [parts[0][3] for parts in shards if parts[0][3] is not None]
+        metas: dict[str, str] = {}
+        for parts in shards:
+            metas.update(parts[0][4])
+        placed = merge_runs(runs, rules.desc, rules.first)
+        mine = next(p.position for p in placed if p.member == member)
+        start = _centre(mine, size, total)
+        chosen = [p for p in placed if start <= p.position < start + size]
+        return Window(
+            total=total,
+            start=start,
+            player_position=mine,
+            entries=self._entries(chosen, metas, rules.first),
+        )
+
+    # --- many players, standings --------------------------------------------------------
+    def players(
+        self,
+        board_id: str,
+        rules: WriteRules,
+        period: Period,
+        region: str | None,
+        player_ids: list[str],
+    ) -> Selection:
+        self._check_scope(board_id, rules, period, region)
+        try:
+            by_shard: dict[int, list[str]] = defaultdict(list)
+            for player in dict.fromkeys(player_ids):
+                by_shard[shard_of(player, rules.shards)].append(player)
+            calls, asked = [], []
+            for shard, players in by_shard.items():
+                name = shard_board_id(board_id, shard)
+                keys, args = self._head(rules, name, "findmany")
+                keys.append(BoardKeys(name).zset(period.id, region))
+                if rules.first:
+                    keys.append(BoardKeys(name).members(period.id, region))
+                calls.append((keys, [*args, period.id, *players]))
+                asked.append(players)
+            found: list[tuple[str, str, float, str]] = []  # player, member, score, metadata
+            for players, reply in zip(asked, self._round(calls), strict=True):
+                for i, player in enumerate(players):
+                    member, score, meta = reply[2 + 3 * i : 5 + 3 * i]
+                    if member:
+                        found.append((player, member, float(score), meta))
+            queries = [(period.id, region, member, score) for _, member, score, _ in found]
+            if not queries:  # still one round for the size of the board
+                runs, _, archived = self._runs(board_id, rules, period, region, 0, 0, False)
+                total = sum(run.total for run in runs)
+                if total == 0 and archived:
+                    raise ArchivedPeriod(f"period {period.id} is archived", period=period.id)
+                return Selection(total=total, entries=())
+            shards = self._count(board_id, rules, queries)
+        except _Missing as missing:
+            raise _read_error(board_id, period, region, "", missing.code) from None
+        total = sum(parts[0][0] for parts in shards)
+        entries = []
+        for q, (player, _, score, meta) in enumerate(found):
+            better = sum(parts[q][1] for parts in shards)
+            entries.append(
+                (
+                    better,
+                    Entry(
+                        rank=better + 1,
+                        player_id=player,
+                        score=format_score(score),
+                        metadata=json.loads(meta) if meta else None,
+                    ),
+                    found[q][1],
+                )
+            )
+        key = _member_order(rules.desc)
+        entries.sort(key=lambda e: key(e[2], e[1].score))
+        return Selection(total=total, entries=tuple(e[1] for e in entries))
+
+    def standings(
+        self,
+        board_id: str,
+        rules: WriteRules,
+        player_id: str,
+        periods: list[Period],
+        region: str | None,
+    ) -> list[PeriodStanding]:
+        if region and region not in rules.regions:
+            raise _read_error(board_id, periods[0], region, player_id, "unknown_region")
+        regions: list[str | None] = [None, region] if region else [None, *rules.region_order]
+        kept = [p for p in periods if p.kind in rules.periods]
+        sets = [(p.id, r) for r in regions for p in kept]
+        try:
+            _, found, _ = self._find(board_id, rules, player_id, sets)
+            hits = [(i, f) for i, f in enumerate(found) if f is not None]
+            if not hits:
+                return []
+            queries = [(sets[i][0], sets[i][1], f[0], f[1]) for i, f in hits]
+            shards = self._count(board_id, rules, queries)
+        except _Missing as missing:
+            raise _read_error(board_id, periods[0], region, player_id, missing.code) from None
+        out = []
+        for q, (i, (_, score)) in enumerate(hits):
+            period = kept[i % len(kept)]
+            out.append(
+                PeriodStanding(
+                    kind=period.kind,
+                    period=period.id,
+                    region=sets[i][1],
+                    rank=sum(parts[q][1] for parts in shards) + 1,
+                    score=format_score(score),
+                    total=sum(parts[q][0] for parts in shards),
+                )
+            )
+        return out
+
+
+class _Missing(Exception):
+    def __init__(self, code: str) -> None:
+        super().__init__(code)
+        self.code = code
+
+
+def _parse_run(
+    reply: list[Any], at: int, with_meta: bool, first: bool
+) -> tuple[Run, dict[str, str]]:
+    total, start, better, count = (int(x) for x in reply[at : at + 4])
+    flat = reply[at + 4 : at + 4 + 2 * count]
+    rows = tuple((flat[i], float(flat[i + 1])) for i in range(0, len(flat), 2))
+    metas: dict[str, str] = {}
+    if with_meta and count:
+        values = reply[at + 4 + 2 * count : at + 4 + 3 * count]
+        for (member, _), value in zip(rows, values, strict=True):
+            if value:
+                metas[strip_member(member, first)] = value
+    return Run(start, rows, better, total), metas
+
+
+def _centre(position: int, size: int, total: int) -> int:
+    """The window of `size` centred on a position, kept inside the board (as read.lua does)."""
+    start = position - (size - 1) // 2
+    return max(0, min(start, total - size))
+
+
+def _member_order(desc: bool) -> Callable[[str, int | float], tuple[Any, ...]]:
+    key = order_key(desc)
+    return lambda member, score: key((member, float(score)))

@@ -1,0 +1,142 @@
+"""Issue 22: boards split over K shards answer every read exactly as one sorted set would, on a
+real local Redis Cluster (the shards spread over its three nodes) and on one node."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+
+from devstack.servers import EmbeddedValkeyCluster
+from leaderboard.stores.redis_client import connect
+from leaderboard.stores.redis_index import RedisIndex
+from tests.support.model_check import (
+    BATCH_OPS,
+    OPS,
+    check_against_model,
+    check_batches_against_model,
+    rules,
+)
+
+NO_MAX_ENTRIES = rules.filter(lambda r: r["max_entries"] is None)
+
+
+@pytest.fixture(scope="module")
+def cluster_index():
+    with EmbeddedValkeyCluster() as nodes:
+        client = connect(nodes.url, cluster=True)
+        yield RedisIndex(client)
+        client.close()
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("shards", [1, 2, 3, 8])
+@pytest.mark.parametrize("ties", ["shared", "first"])
+@pytest.mark.parametrize("sort", ["desc", "asc"])
+@pytest.mark.parametrize("mode", ["increment", "best", "set"])
+@settings(max_examples=3)
+@given(ops=OPS, board_rules=NO_MAX_ENTRIES)
+def test_sharded_boards_match_the_reference_model_on_a_cluster(
+    cluster_index, mode, sort, ties, shards, ops, board_rules
+):
+    check_against_model(cluster_index, mode, sort, ties, ops, board_rules, shards)
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("shards", [2, 8])
+@pytest.mark.parametrize("ties", ["shared", "first"])
+@pytest.mark.parametrize("mode", ["increment", "best", "set"])
+@settings(max_examples=3)
+@given(ops=BATCH_OPS, board_rules=NO_MAX_ENTRIES)
+def test_sharded_batches_match_the_reference_model_on_a_cluster(
+    cluster_index, mode, ties, shards, ops, board_rules
+):
+    check_batches_against_model(cluster_index, mode, "desc", ties, ops, board_rules, shards)
+
+
+@pytest.mark.parametrize("shards", [3, 8])
+@pytest.mark.parametrize("ties", ["shared", "first"])
+@pytest.mark.parametrize("sort", ["desc", "asc"])
+@given(ops=OPS, board_rules=NO_MAX_ENTRIES)
+def test_sharded_boards_match_the_reference_model_on_one_node(
+    session_index, sort, ties, shards, ops, board_rules
+):
+    check_against_model(session_index, "best", sort, ties, ops, board_rules, shards)
+
+
+def _fed_alike(index, clock, shards: int, ties: str, sort: str) -> tuple[str, str]:
+    """An unsharded board and a sharded one fed the same 3,000 submissions (many ties)."""
+    import random
+    import uuid
+    from dataclasses import replace
+
+    from leaderboard.services.scores import ScoreService
+    from tests.support.boards import ListSink, publish
+
+    rules = {"mode": "best", "ties": ties, "sort": sort, "regions": ["EU"]}
+    plain, split = f"d1-{uuid.uuid4().hex[:8]}", f"d{shards}-{uuid.uuid4().hex[:8]}"
+    publish(index, plain, **rules)
+    board = publish(index, split, **rules)
+    index.publish_board(replace(board, shards=shards, version=board.version + 1))
+    service = ScoreService(index, ListSink(), clock)
+    rng = random.Random(shards)
+    items = [
+        {
+            "player_id": f"p{n:04d}",
+            "score": rng.randrange(40),
+            "region": "EU" if n % 3 else None,
+            "metadata": {"n": n},
+        }
+        for n in range(3000)
+    ]
+    for start in range(0, len(items), 500):
+        body = {"submissions": items[start : start + 500]}
+        for board_id in (plain, split):
+            results = service.submit_batch(board_id, body, SERVER)
+            assert {r["status"] for r in results.body["results"]} == {200}
+    return plain, split
+
+
+SERVER = __import__("leaderboard.domain.auth", fromlist=["Caller"]).Caller(
+    "game-server", frozenset({"leaderboard/server"})
+)
+
+
+@pytest.mark.parametrize(
+    ("shards", "ties", "sort"), [(8, "shared", "desc"), (3, "first", "asc"), (5, "first", "desc")]
+)
+def test_a_sharded_board_reads_exactly_as_the_same_board_unsharded(
+    session_index, clock, shards, ties, sort
+):
+    """Deep pages, windows around ranks and players, many players and standings, on boards big
+    enough that the shards' runs start far down (the reference-model boards are small)."""
+    from leaderboard.services.reads import ReadService
+
+    plain, split = _fed_alike(session_index, clock, shards, ties, sort)
+    reads = ReadService(session_index, clock)
+
+    def both(call, *args):
+        return call(plain, *args), call(split, *args)
+
+    for region in (None, "EU"):
+        scope = {"region": region} if region else {}
+        for offset in (0, 1, 37, 499, 1000, 1990, 2750, 2999, 3100):
+            a, b = both(reads.entries, scope | {"offset": str(offset), "limit": "25"})
+            assert a == b | {"board_id": plain}, (region, offset)
+        for rank in (1, 2, 500, 1234, 2999, 5000):
+            query = scope | {"around_rank": str(rank), "limit": "11"}
+            a, b = both(reads.entries, query)
+            assert a == b | {"board_id": plain}, (region, rank)
+        for player in ("p0000", "p0001", "p1500", "p2999"):
+            if region and int(player[1:]) % 3 == 0:  # no regional entry
+                continue
+            a, b = (reads.player(board, player, scope) for board in (plain, split))
+            assert a == b | {"board_id": plain}, (region, player)
+            query = scope | {"count": "9"}
+            a, b = (reads.around(board, player, query) for board in (plain, split))
+            assert a == b | {"board_id": plain}, (region, player)
+        ids = ",".join(f"p{n:04d}" for n in range(0, 3000, 97)) + ",nobody,p0001"
+        a, b = both(reads.players, scope | {"ids": ids})
+        assert a == b | {"board_id": plain}, region
+    for player in ("p0000", "p0002", "p2999"):
+        a, b = (reads.standings(board, player, {}) for board in (plain, split))
+        assert a == b | {"board_id": plain}, player
