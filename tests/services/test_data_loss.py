@@ -172,3 +172,66 @@ def test_one_rebuild_at_a_time(index, database_url, board_id, clock):
     index.unlock_rebuild(board_id)
     assert board_id in {r.board_id for r in rebuilder.recover(queue_in_flight=0, now_ms=0)}
     assert not index.client.exists(f"lb:{{{board_id}}}:rebuilding")  # released
+
+
+def test_a_sharded_board_lost_from_redis_is_rebuilt_shard_by_shard(
+    index, database_url, board_id, clock
+):
+    """Issue 22: the record's standings go back to the shard of each player; every read is
+    what it was before the loss, and the versions restart above the record on every shard."""
+    from dataclasses import replace
+
+    db = Database(database_url)
+    admin = Caller("admin", frozenset({"leaderboard/admin"}))
+    BoardAdminService(db, index, clock).put_board(
+        board_id, {"regions": ["EU"], "periods": ["all-time", "weekly"]}, admin
+    )
+    repository = BoardRepository(db)
+    board = replace(repository.get(board_id), shards=4)
+    board = replace(board, version=board.version + 1)
+    with db.transaction() as conn:
+        repository.save(conn, board)
+    index.publish_board(board)
+
+    sink = ListSink()
+    scores = ScoreService(index, sink, clock)
+    rng = random.Random(4)
+    items = [
+        {
+            "player_id": f"p{rng.randrange(120)}",
+            "score": rng.randrange(-5, 50),
+            "region": rng.choice(["EU", None]),
+            "metadata": {"n": n},
+        }
+        for n in range(400)
+    ]
+    server = Caller("game-server", frozenset({"leaderboard/server"}))
+    scores.submit_batch(board_id, {"submissions": items}, server)
+    StandingsStore(db).write(sink.events)
+    reads = ReadService(index, clock)
+
+    def snapshot():
+        seen = {}
+        for region in (None, "EU"):
+            scope = {"region": region} if region else {}
+            seen[("top", region)] = reads.entries(board_id, scope | {"limit": "100"})
+            seen[("deep", region)] = reads.entries(board_id, scope | {"offset": "60"})
+            seen[("players", region)] = reads.players(
+                board_id, scope | {"ids": ",".join(f"p{n}" for n in range(0, 120, 7))}
+            )
+        return seen
+
+    before = snapshot()
+    for space in [board_id, *index.key_spaces(board_id)]:  # the node lost everything
+        keys = index.client.keys(f"lb:{{{space}}}:*")
+        if keys:
+            index.client.delete(*keys)
+    assert not index.board_loaded(board_id)
+
+    report = Rebuilder(db, index).rebuild(board_id)
+    # all-time and weekly hold the same entries (one week of play)
+    assert report.entries == 2 * sum(before[("top", region)]["total"] for region in (None, "EU"))
+    assert snapshot() == before
+    assert index.key_spaces(board_id) == [f"{board_id}.{s}" for s in range(4)]
+    for space in index.key_spaces(board_id):
+        assert int(index.client.get(f"lb:{{{space}}}:seq")) >= VERSION_GAP

@@ -140,3 +140,63 @@ def test_a_sharded_board_reads_exactly_as_the_same_board_unsharded(
     for player in ("p0000", "p0002", "p2999"):
         a, b = (reads.standings(board, player, {}) for board in (plain, split))
         assert a == b | {"board_id": plain}, player
+
+
+def _sharded(index, board_id: str, shards: int, **rules):
+    from dataclasses import replace
+
+    from tests.support.boards import publish
+
+    board = publish(index, board_id, **rules)
+    board = replace(board, shards=shards, version=board.version + 1)
+    index.publish_board(board)
+    return board
+
+
+def test_admin_delete_removes_the_player_from_its_shard_and_the_ranks_close_up(
+    index, board_id, clock
+):
+    from leaderboard.domain.errors import NotFound
+    from leaderboard.services.reads import ReadService
+    from leaderboard.services.scores import ScoreService
+    from tests.support.boards import ListSink
+
+    _sharded(index, board_id, 4, regions=["EU"])
+    scores = ScoreService(index, ListSink(), clock)
+    items = [{"player_id": f"p{n}", "score": n, "region": "EU"} for n in range(40)]
+    scores.submit_batch(board_id, {"submissions": items}, SERVER)
+    removed, version = index.delete_player(board_id, "p39")
+    assert removed == 4 and version >= 1  # all-time and weekly, globally and in EU
+    reads = ReadService(index, clock)
+    with pytest.raises(NotFound):
+        reads.player(board_id, "p39", {})
+    top = reads.entries(board_id, {"limit": "2", "region": "EU"})
+    assert [(e["rank"], e["player_id"]) for e in top["entries"]] == [(1, "p38"), (2, "p37")]
+    assert top["total"] == 39
+    assert index.board_entry_count(board_id) == 39 * 4
+
+
+def test_the_relay_drains_every_shards_outbox_under_the_boards_own_id(index, board_id, clock):
+    """A sharded board keeps one outbox per shard; the relay sends what PostgreSQL lacks."""
+    from leaderboard.services.relay import OutboxRelay
+    from leaderboard.services.scores import ScoreService
+    from tests.support.boards import ListSink
+
+    _sharded(index, board_id, 3)
+    lost = ListSink(refuse={f"p{n}" for n in range(30)})  # every queue send fails
+    items = [{"player_id": f"p{n}", "score": n} for n in range(30)]
+    ScoreService(index, lost, clock).submit_batch(board_id, {"submissions": items}, SERVER)
+    assert lost.events == []
+
+    class Record:
+        stored: set[str] = set()
+
+        def stored_event_ids(self, ids):
+            return self.stored & set(ids)
+
+    sink = ListSink()
+    report = OutboxRelay(index, Record(), sink).run([board_id], min_age_ms=-60_000)
+    assert report.sent == 30 and report.boards == 1
+    assert {e.board_id for e in sink.events} == {board_id}
+    assert sorted(e.player_id for e in sink.events) == sorted(f"p{n}" for n in range(30))
+    assert OutboxRelay(index, Record(), ListSink()).run([board_id], min_age_ms=-60_000).sent == 0

@@ -58,6 +58,13 @@ class BoardConfig:
         data["live_channel"] = board_channel(self.board_id)
         return data
 
+    def to_record(self) -> dict[str, Any]:
+        """The board as PostgreSQL keeps it: the public object, and the shard count."""
+        data = self.to_public()
+        if self.shards > 1:
+            data["shards"] = self.shards
+        return data
+
     def to_script_config(self) -> dict[str, Any]:
         """The compact form the Redis scripts read; null rules are left out."""
         cfg: dict[str, Any] = {

@@ -102,7 +102,7 @@ class Rebuilder:
 
     def _rebuild(self, board: BoardConfig, report: RebuildReport) -> None:
         board_id = board.board_id
-        self.index.hide_board(board_id)
+        self.index.hide_board(board_id, board.shards)
         log.info("rebuild of %s started", board_id)
         with self.db.transaction() as conn:
             cursor = conn.cursor(name=f"rebuild_{board_id.replace('-', '_')}")
@@ -125,7 +125,7 @@ class Rebuilder:
             if chunk and current is not None:
                 self._flush(board, current, chunk, report)
             cursor.close()
-            self._load_players(conn, board_id, report)
+            self._load_players(conn, board, report)
             row = conn.execute(
                 "SELECT GREATEST((SELECT max(version) FROM score_events WHERE board_id = %(b)s),"
                 " (SELECT max(version) FROM standings WHERE board_id = %(b)s),"
@@ -133,7 +133,7 @@ class Rebuilder:
                 {"b": board_id},
             ).fetchone()
         report.version = int(row[0] or 0) + VERSION_GAP if row else VERSION_GAP
-        self.index.set_sequence(board_id, report.version)
+        self.index.set_sequence(board_id, report.version, board.shards)
         self.index.publish_board(board)  # last: from now on the board takes writes again
 
     def _flush(
@@ -155,8 +155,9 @@ class Rebuilder:
         )
 
     def _load_players(
-        self, conn: psycopg.Connection[Any], board_id: str, report: RebuildReport
+        self, conn: psycopg.Connection[Any], board: BoardConfig, report: RebuildReport
     ) -> None:
+        board_id = board.board_id
         cursor = conn.cursor(name=f"players_{board_id.replace('-', '_')}")
         cursor.itersize = self.chunk_size
         cursor.execute(
@@ -173,10 +174,10 @@ class Rebuilder:
             if meta is not None:
                 metadata[player] = json.dumps(meta, separators=(",", ":"))
             if len(refs) >= self.chunk_size:
-                self.index.load_players(board_id, refs, metadata)
+                self.index.load_players(board_id, refs, metadata, board.shards)
                 report.players += len(refs)
                 refs, metadata = {}, {}
         if refs:
-            self.index.load_players(board_id, refs, metadata)
+            self.index.load_players(board_id, refs, metadata, board.shards)
             report.players += len(refs)
         cursor.close()

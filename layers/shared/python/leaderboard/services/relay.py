@@ -59,32 +59,34 @@ class OutboxRelay:
         cutoff = self.index.server_time_ms() - age
         for board_id in board_ids:
             report.boards += 1
-            while True:
-                entries = self.index.outbox_entries(
-                    board_id, older_than_ms=cutoff, count=self.batch
-                )
-                if not entries:
-                    break
-                events: list[ScoreEvent] = []
-                for _, result, fields in entries:
-                    submission = Submission(
-                        player_id=fields["p"],
-                        score=_number(fields["s"]),
-                        region=fields.get("g") or None,
-                        metadata=_metadata(fields.get("m", "")),
-                    )
-                    events.append(build_event(board_id, submission, result))
-                stored = self.record.stored_event_ids([e.event_id for e in events])
-                for event in events:
-                    if event.event_id not in stored:
-                        self.sink.send(event)
-                        report.sent += 1
-                report.scanned += len(events)
-                report.already_stored += len(stored)
-                self.index.outbox_ack(board_id, [entry_id for entry_id, _, _ in entries])
-                if len(entries) < self.batch:
-                    break
+            for outbox in self.index.key_spaces(board_id):  # a sharded board: one per shard
+                self._drain(board_id, outbox, cutoff, report)
         return report
+
+    def _drain(self, board_id: str, outbox: str, cutoff: int, report: RelayReport) -> None:
+        while True:
+            entries = self.index.outbox_entries(outbox, older_than_ms=cutoff, count=self.batch)
+            if not entries:
+                break
+            events: list[ScoreEvent] = []
+            for _, result, fields in entries:
+                submission = Submission(
+                    player_id=fields["p"],
+                    score=_number(fields["s"]),
+                    region=fields.get("g") or None,
+                    metadata=_metadata(fields.get("m", "")),
+                )
+                events.append(build_event(board_id, submission, result))
+            stored = self.record.stored_event_ids([e.event_id for e in events])
+            for event in events:
+                if event.event_id not in stored:
+                    self.sink.send(event)
+                    report.sent += 1
+            report.scanned += len(events)
+            report.already_stored += len(stored)
+            self.index.outbox_ack(outbox, [entry_id for entry_id, _, _ in entries])
+            if len(entries) < self.batch:
+                break
 
 
 def _metadata(raw: str) -> dict[str, str | int | float | bool] | None:

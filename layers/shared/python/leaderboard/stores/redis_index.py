@@ -521,8 +521,29 @@ class RedisIndex:
         self._rules[board_id] = rules
 
     @guarded
+    def shards_of(self, board_id: str) -> int:
+        """How many shards the board has (1: unsharded), from the rules this process has or
+        the board's own cfg key."""
+        rules = self._rules.get(board_id)
+        if rules is not None:
+            return rules.shards
+        raw = self.client.get(BoardKeys(board_id).cfg)
+        return int(json.loads(raw).get("shards", 1)) if raw else 1
+
+    @guarded
+    def key_spaces(self, board_id: str) -> list[str]:
+        """The names whose keys hold the board's entries: the board's own, or its shards'."""
+        shards = self.shards_of(board_id)
+        if shards <= 1:
+            return [board_id]
+        return [shard_board_id(board_id, s) for s in range(shards)]
+
+    @guarded
     def delete_player(self, board_id: str, player_id: str) -> tuple[int, int]:
         """Remove a player everywhere on the board; returns (entries removed, version)."""
+        shards = self.shards_of(board_id)
+        if shards > 1:
+            board_id = shard_board_id(board_id, shard_of(player_id, shards))
         keys = BoardKeys(board_id)
         removed, version = self._delete_player(
             keys=[keys.registry, keys.meta, keys.refs, keys.seq], args=[player_id, keys.prefix]
@@ -581,15 +602,24 @@ class RedisIndex:
         self.client.delete(BoardKeys(board_id).prefix + "rebuilding")
 
     @guarded
-    def hide_board(self, board_id: str) -> int:
-        """Take a board out of service and clear its serving data (the start of a rebuild)."""
-        keys = BoardKeys(board_id)
-        return int(
-            self._hide_board(
-                keys=[keys.cfg, keys.registry, keys.meta, keys.refs, keys.seq, keys.range],
-                args=[keys.prefix],
+    def hide_board(self, board_id: str, shards: int = 1) -> int:
+        """Take a board out of service and clear its serving data (the start of a rebuild);
+        a sharded board's own keys first (its rules: writes are refused from then on), then
+        every shard's."""
+        names = [board_id]
+        if shards > 1:
+            names += [shard_board_id(board_id, s) for s in range(shards)]
+        cleared = 0
+        for name in names:
+            keys = BoardKeys(name)
+            cleared += int(
+                self._hide_board(
+                    keys=[keys.cfg, keys.registry, keys.meta, keys.refs, keys.seq, keys.range],
+                    args=[keys.prefix],
+                )
             )
-        )
+        self._rules.pop(board_id, None)
+        return cleared
 
     @guarded
     def load_entries(
@@ -599,7 +629,23 @@ class RedisIndex:
         region: str | None,
         rows: list[tuple[str, float, int]],
     ) -> None:
-        """Add (player, score, reached version) rows to one sorted set, in one round trip."""
+        """Add (player, score, reached version) rows to one sorted set, in one round trip
+        (to each shard's set of a sharded board, one pipeline)."""
+        if board.shards > 1:
+            if board.ties == "first":
+                # The arrival stamps that order its ties are not in the record yet.
+                raise NotImplementedError("rebuilding a sharded ties=first board")
+            by_shard: dict[int, list[tuple[str, float, int]]] = {}
+            for row in rows:
+                by_shard.setdefault(shard_of(row[0], board.shards), []).append(row)
+            pipe = self.client.pipeline(transaction=False)
+            for shard, part in by_shard.items():
+                keys = BoardKeys(shard_board_id(board.board_id, shard))
+                pipe.zadd(keys.zset(period_id, region), {p: score for p, score, _ in part})
+                pipe.sadd(keys.registry, keys.suffix(period_id, region))
+                pipe.delete(keys.range)
+            pipe.execute()
+            return
         keys = BoardKeys(board.board_id)
         zkey, mkey = keys.zset(period_id, region), keys.members(period_id, region)
         pipe = self.client.pipeline(transaction=False)
@@ -618,62 +664,81 @@ class RedisIndex:
         pipe.execute()
 
     @guarded
-    def load_players(self, board_id: str, refs: dict[str, int], metadata: dict[str, str]) -> None:
-        keys = BoardKeys(board_id)
+    def load_players(
+        self, board_id: str, refs: dict[str, int], metadata: dict[str, str], shards: int = 1
+    ) -> None:
         pipe = self.client.pipeline(transaction=False)
-        if refs:
-            pipe.hset(keys.refs, mapping=refs)
-        if metadata:
-            pipe.hset(keys.meta, mapping=metadata)
+        for player, count in refs.items():
+            name = board_id if shards <= 1 else shard_board_id(board_id, shard_of(player, shards))
+            keys = BoardKeys(name)
+            pipe.hset(keys.refs, player, count)
+            if player in metadata:
+                pipe.hset(keys.meta, player, metadata[player])
         pipe.execute()
 
     @guarded
     def period_sets(
         self, board_id: str
     ) -> tuple[dict[str, Any] | None, dict[str, int], dict[str, int]]:
-        """(rules, {sorted-set suffix: entries}, {archived period: entries}), one round trip."""
-        keys = BoardKeys(board_id)
-        reply = self._periods(keys=[keys.registry, keys.archived, keys.cfg], args=[keys.prefix])
-        rules = json.loads(reply[0]) if reply[0] else None
-        count = int(reply[1])
-        sets = {reply[2 + 2 * i]: int(reply[3 + 2 * i]) for i in range(count)}
-        rest = reply[2 + 2 * count :]
-        archived = {rest[i]: int(rest[i + 1]) for i in range(0, len(rest), 2)}
-        return rules, sets, archived
+        """(rules, {sorted-set suffix: entries}, {archived period: entries}), one round trip
+        (one per shard of a sharded board: its sets summed, a period archived once every
+        shard says so)."""
+        rules: dict[str, Any] | None = None
+        sets: dict[str, int] = {}
+        archived: dict[str, int] | None = None
+        for name in self.key_spaces(board_id):
+            keys = BoardKeys(name)
+            reply = self._periods(keys=[keys.registry, keys.archived, keys.cfg], args=[keys.prefix])
+            rules = rules or (json.loads(reply[0]) if reply[0] else None)
+            count = int(reply[1])
+            for i in range(count):
+                suffix = reply[2 + 2 * i]
+                sets[suffix] = sets.get(suffix, 0) + int(reply[3 + 2 * i])
+            rest = reply[2 + 2 * count :]
+            marked = {rest[i]: int(rest[i + 1]) for i in range(0, len(rest), 2)}
+            archived = (
+                marked if archived is None else {p: n for p, n in archived.items() if p in marked}
+            )
+        return rules, sets, archived or {}
 
     @guarded
     def mark_archived(self, board_id: str, period_id: str, entries: int) -> None:
-        self.client.hset(BoardKeys(board_id).archived, period_id, entries)
+        for name in self.key_spaces(board_id):
+            self.client.hset(BoardKeys(name).archived, period_id, entries)
 
     @guarded
     def purge_chunk(self, board: BoardConfig, suffix: str, count: int) -> int:
-        """Remove up to `count` entries of an archived sorted set; returns how many are left."""
-        keys = BoardKeys(board.board_id)
-        return int(
-            self._purge_set(
-                keys=[
-                    f"{keys.prefix}z:{suffix}",
-                    f"{keys.prefix}m:{suffix}",
-                    keys.refs,
-                    keys.meta,
-                    keys.registry,
-                ],
-                args=[suffix, count, "1" if board.ties == "first" else "0"],
+        """Remove up to `count` entries of an archived sorted set (on each shard of a sharded
+        board); returns how many are left."""
+        left = 0
+        for name in self.key_spaces(board.board_id):
+            keys = BoardKeys(name)
+            left += int(
+                self._purge_set(
+                    keys=[
+                        f"{keys.prefix}z:{suffix}",
+                        f"{keys.prefix}m:{suffix}",
+                        keys.refs,
+                        keys.meta,
+                        keys.registry,
+                    ],
+                    args=[suffix, count, "1" if board.ties == "first" else "0"],
+                )
             )
-        )
+        return left
 
     @guarded
-    def set_sequence(self, board_id: str, value: int) -> None:
-        self.client.set(BoardKeys(board_id).seq, value)
+    def set_sequence(self, board_id: str, value: int, shards: int = 1) -> None:
+        """Restart the version counter (every shard's, of a sharded board) at `value`."""
+        names = [board_id] if shards <= 1 else [shard_board_id(board_id, s) for s in range(shards)]
+        for name in names:
+            self.client.set(BoardKeys(name).seq, value)
 
     @guarded
     def board_entry_count(self, board_id: str) -> int:
         """Entries on every sorted set of the board (of every shard of a sharded board)."""
-        raw = self.client.get(BoardKeys(board_id).cfg)
-        shards = int(json.loads(raw).get("shards", 1)) if raw else 1
-        names = [board_id] if shards <= 1 else [shard_board_id(board_id, s) for s in range(shards)]
         total = 0
-        for name in names:
+        for name in self.key_spaces(board_id):
             keys = BoardKeys(name)
             total += int(self._board_entries(keys=[keys.registry], args=[keys.prefix]))
         return total
