@@ -55,10 +55,44 @@ OPS = st.lists(
 def test_each_batch_of_writes_becomes_one_update_per_channel_matching_the_model(
     session_index: RedisIndex, rules: dict[str, Any], batches: list[list[tuple]]
 ) -> None:
+    _check_live(session_index, rules, batches, shards=1)
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    rules=st.fixed_dictionaries(
+        {
+            "mode": st.sampled_from(["best", "increment", "set"]),
+            "ties": st.sampled_from(["shared", "first"]),
+            "sort": st.sampled_from(["desc", "asc"]),
+            "live_top": st.integers(1, 5),
+        }
+    ),
+    batches=st.lists(OPS, min_size=1, max_size=4),
+    shards=st.sampled_from([2, 3, 8]),
+)
+def test_sharded_boards_send_the_same_updates_merged_over_their_shards(
+    session_index: RedisIndex, rules: dict[str, Any], batches: list[list[tuple]], shards: int
+) -> None:
+    """Issue 22: tops, changed players' ranks, totals and the version chain of a sharded board
+    are the board's, not a shard's."""
+    _check_live(session_index, rules, batches, shards)
+
+
+def _check_live(
+    session_index: RedisIndex, rules: dict[str, Any], batches: list[list[tuple]], shards: int
+) -> None:
+    from dataclasses import replace
+
     board_id = f"live-{uuid.uuid4().hex[:12]}"
     board = publish(
         session_index, board_id, regions=["EU"], periods=["all-time", "weekly"], **rules
     )
+    if shards > 1:
+        board = replace(board, shards=shards, version=board.version + 1)
+        session_index.publish_board(board)
     model = ModelBoard(board)
     live = LiveIndex(session_index.client)
     last_version: dict[tuple[str, str | None], int] = {}

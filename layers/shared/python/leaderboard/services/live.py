@@ -77,7 +77,10 @@ def board_channels(board: dict[str, Any], now: datetime) -> BoardChannels:
         Channel(kind, current_period(kind, now).id, region) for kind in kinds for region in regions
     )
     return BoardChannels(
-        board["board_id"], channels, int(board.get("live_top") or DEFAULT_LIVE_TOP)
+        board["board_id"],
+        channels,
+        int(board.get("live_top") or DEFAULT_LIVE_TOP),
+        int(board.get("shards") or 1),
     )
 
 

@@ -16,7 +16,7 @@ from redis.exceptions import NoScriptError
 
 from leaderboard.domain.live import DEFAULT_MAX_CHANGED, Channel, ChannelUpdate, LiveEntry
 from leaderboard.domain.validation import format_score
-from leaderboard.stores.redis_client import RedisLike
+from leaderboard.stores.redis_client import RedisLike, queue_script
 from leaderboard.stores.redis_index import CATALOG_KEY, BoardKeys, _script
 
 LEASE_KEY = "lb:live:lease"
@@ -34,6 +34,7 @@ class BoardChannels:
     board_id: str
     channels: tuple[Channel, ...]
     top: int
+    shards: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +65,24 @@ class LiveIndex:
         failed gets its exception, so one bad board never hides the others' changes."""
         if not boards:
             return []
+        plain = [board for board in boards if board.shards <= 1]
+        sharded = [board for board in boards if board.shards > 1]
+        found: dict[str, BoardChanges | Exception] = {}
+        if plain:
+            found.update(zip((b.board_id for b in plain), self._plain(plain), strict=True))
+        if sharded:
+            from leaderboard.stores.live_shards import sharded_changes
+
+            found.update(
+                zip(
+                    (b.board_id for b in sharded),
+                    sharded_changes(self.client, sharded, self.scan_limit, self.max_changed),
+                    strict=True,
+                )
+            )
+        return [found[board.board_id] for board in boards]
+
+    def _plain(self, boards: list[BoardChannels]) -> list[BoardChanges | Exception]:
         try:
             replies = self._run(boards)
         except NoScriptError:
@@ -98,7 +117,7 @@ class LiveIndex:
                     keys.members(channel.period_id, channel.region),
                 ]
                 args += [channel.period_kind, channel.period_id, channel.region or ""]
-            pipe.evalsha(self._sha, len(script_keys), *script_keys, *args)
+            queue_script(pipe, self.client, self._sha, script_keys, args)
         replies: list[Any] = pipe.execute(raise_on_error=False)
         if any(isinstance(r, NoScriptError) for r in replies):
             raise NoScriptError("live script not loaded")
