@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from devstack.live_client import LiveClient
 from tests.e2e.test_e2e_local_stack import wait_for_events
 from tests.support.local_stack import Stack
 
@@ -64,6 +65,19 @@ def test_make_run_on_a_local_cluster_serves_writes_reads_and_restarts_from_the_r
                 wait_for_events(state["DATABASE_URL"], board, 21)
             status, _, reply = stack.request("GET", "/health")
             assert status == 200 and json.loads(reply)["status"] == "ok", reply
+
+            # Live updates come from the cluster too.
+            live = json.loads((data / "stack.json").read_text())["live"]
+            status, _, reply = stack.request("GET", "/boards/cl-0")
+            channel = json.loads(reply)["live_channel"] + "/all-time"
+            with LiveClient(live["realtime_url"], live["http_host"], live["api_key"]) as client:
+                client.subscribe(channel)
+                status, _, reply = stack.request(
+                    "POST", "/boards/cl-0/scores", {"player_id": "ada", "score": 50}, token=server
+                )
+                version = json.loads(reply)["version"]
+                message = client.events_until(lambda m: m["version"] >= version, 10)[-1]
+                assert message["top"][0]["player_id"] == "ada" and message["total"] == 21
         finally:
             stack.stop()
 
@@ -72,8 +86,10 @@ def test_make_run_on_a_local_cluster_serves_writes_reads_and_restarts_from_the_r
         try:
             for board in boards:
                 status, _, reply = stack.request("GET", f"/boards/{board}/players/ada")
-                assert status == 200 and json.loads(reply)["rank"] == 15, (
-                    reply
-                )  # 14 better, p5 tied
+                ada = json.loads(reply)
+                if board == "cl-0":  # 5 + 50 on this increment board: first
+                    assert status == 200 and (ada["rank"], ada["score"]) == (1, 55), reply
+                else:  # 14 better, p5 tied
+                    assert status == 200 and (ada["rank"], ada["score"]) == (15, 5), reply
         finally:
             stack.stop()
