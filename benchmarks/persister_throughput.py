@@ -199,7 +199,7 @@ def final_state(batches: Sequence[BatchRows]) -> tuple[int, float, int, int]:
     standings: dict[StandingKey, tuple[float, int]] = {}
     metadata: dict[tuple[str, str], int] = {}
     for rows in batches:
-        for b, period, region, player, score, version, _, _ in rows.standings:
+        for b, period, region, player, score, version, *_ in rows.standings:
             old = standings.get((b, period, region, player))
             if old is None or version > old[1]:
                 standings[(b, period, region, player)] = (score, version)
@@ -354,7 +354,7 @@ def _floor_worker(
         (f"{events} (event_id, board_id, player_id, version, occurred_at, payload)", "events"),
         (
             f"{standings} (board_id, period, region, player_id, score, version, reached_version,"
-            " present)",
+            " present, reached_arrival)",
             "standings",
         ),
         (f"{metadata} (board_id, player_id, metadata, version)", "metadata"),

@@ -136,7 +136,8 @@ def test_the_archive_gains_kinds_and_totals_in_place(empty_database):
                     " player_id, score) VALUES ('b', %s, %s, %s, %s, %s, 1)",
                     (period, region, position, position + 1, player),
                 )
-    assert [n[:4] for n in apply_migrations(empty_database)] == ["0006"]
+    applied = apply_migrations(empty_database, upto=next(n for n in names if n.startswith("0006_")))
+    assert [n[:4] for n in applied] == ["0006"]
     with psycopg.connect(empty_database) as conn:
         kinds = conn.execute(
             "SELECT DISTINCT period, kind FROM archive_entries ORDER BY period"
@@ -155,3 +156,18 @@ def test_the_archive_gains_kinds_and_totals_in_place(empty_database):
             "SELECT indexname FROM pg_indexes WHERE tablename = 'archive_entries'"
         ).fetchall()
         assert {i for (i,) in indexes} == {"archive_entries_pkey", "archive_entries_history"}
+
+
+def test_the_record_keeps_the_arrival_that_orders_a_sharded_boards_ties(empty_database):
+    """0007 (issue 22): standings gain reached_arrival, NULL on every row already there."""
+    names = [name for name, _ in migration_files()]
+    apply_migrations(empty_database, upto=next(n for n in names if n.startswith("0006_")))
+    with psycopg.connect(empty_database) as conn:
+        conn.execute(
+            "INSERT INTO standings (board_id, period, region, player_id, score, version,"
+            " present) VALUES ('b', 'all-time', '', 'ann', 5, 3, true)"
+        )
+    assert [n[:4] for n in apply_migrations(empty_database)] == ["0007"]
+    with psycopg.connect(empty_database) as conn:
+        row = conn.execute("SELECT reached_arrival FROM standings").fetchone()
+    assert row == (None,)

@@ -85,9 +85,11 @@ class ScoreEvent:
     occurred_at_ms: int
     standings: tuple[Standing, ...]
     evictions: tuple[Eviction, ...] = ()
+    # Sharded ties=first boards: the arrival that orders this player's ties (domain/shards.py)
+    arrival: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "schema": SCHEMA_VERSION,
             "type": "score_submitted",
             "event_id": self.event_id,
@@ -112,6 +114,9 @@ class ScoreEvent:
             ],
             "evicted": [asdict(e) for e in self.evictions],
         }
+        if self.arrival is not None:
+            data["arrival"] = self.arrival
+        return data
 
     def to_message(self) -> str:
         return json.dumps(self.to_json(), separators=(",", ":"))

@@ -8,7 +8,8 @@ already in key order, and never unpacks event JSON. The rules match the Redis sc
   wrote, so writing it again would only cost an upsert.
 - Per (board, period, region, player) the newest version wins; an eviction at the same version
   as a standing (a player who pushed themself out) loses to it. `reached_version` is the newest
-  version that changed the score: the tie order of a ties=first board.
+  version that changed the score: the tie order of a ties=first board (of a sharded one, that
+  change's arrival, kept beside it: shards have no common version).
 - Per (board, player) the newest metadata wins; at the same version an eviction that left the
   player on no board ("gone") clears it.
 
@@ -23,8 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-# board, period, region, player, score, version, reached_version, present
-StandingRow = tuple[str, str, str, str, float, int, int | None, bool]
+# board, period, region, player, score, version, reached_version, present, reached_arrival
+StandingRow = tuple[str, str, str, str, float, int, int | None, bool, int | None]
 # board, player, metadata JSON (None: clear it), version
 MetadataRow = tuple[str, str, str | None, int]
 
@@ -68,6 +69,8 @@ class FoldableEvent(Protocol):
     def standings(self) -> Sequence[StandingChange]: ...
     @property
     def evictions(self) -> Sequence[EvictionNotice]: ...
+    @property
+    def arrival(self) -> int | None: ...
 
 
 @dataclass
@@ -82,7 +85,8 @@ def fold_events(events: Iterable[FoldableEvent]) -> FoldedBatch:
     Sorted keys give every concurrent persister the same lock order (no deadlocks) and walk
     the primary key's B-tree in order.
     """
-    # (board, period, region) -> player -> [version, is_eviction, score, present, reached]
+    # (board, period, region) -> player ->
+    #     [version, is_eviction, score, present, reached version, its arrival]
     # Grouped so that sorting compares player ids, not 4-tuples: half the fold's time went
     # into tuple comparisons.
     boards: dict[tuple[str, str, str], dict[str, list[Any]]] = {}
@@ -90,23 +94,31 @@ def fold_events(events: Iterable[FoldableEvent]) -> FoldedBatch:
     meta: dict[tuple[str, str], tuple[int, bool, str | None]] = {}
     for event in events:
         board, player, version = event.board_id, event.player_id, event.version
+        arrival = event.arrival  # sharded ties=first boards: what orders the ties
         for standing in event.standings:
             if not standing.changed:
                 continue
             group = boards.setdefault((board, standing.period, standing.region or ""), {})
             old = group.get(player)
             if old is None:
-                group[player] = [version, False, float(standing.score), standing.present, version]
+                group[player] = [
+                    version,
+                    False,
+                    float(standing.score),
+                    standing.present,
+                    version,
+                    arrival,
+                ]
                 continue
             if version > old[0] or (version == old[0] and old[1]):
                 old[:4] = version, False, float(standing.score), standing.present
             if old[4] is None or version > old[4]:
-                old[4] = version
+                old[4:6] = version, arrival
         for eviction in event.evictions:
             group = boards.setdefault((board, eviction.period, eviction.region or ""), {})
             old = group.get(eviction.player_id)
             if old is None:
-                group[eviction.player_id] = [version, True, 0.0, False, None]
+                group[eviction.player_id] = [version, True, 0.0, False, None, None]
             elif version > old[0]:
                 old[:4] = version, True, 0.0, False
             if eviction.gone:
@@ -121,7 +133,7 @@ def fold_events(events: Iterable[FoldableEvent]) -> FoldedBatch:
                 meta[owner] = (version, False, json.dumps(event.metadata, separators=(",", ":")))
     return FoldedBatch(
         standings=[
-            (board, period, region, player, state[2], state[0], state[4], state[3])
+            (board, period, region, player, state[2], state[0], state[4], state[3], state[5])
             for (board, period, region), group in sorted(boards.items())
             for player, state in sorted(group.items())
         ],

@@ -56,6 +56,7 @@ class ReceivedEvent(msgspec.Struct, frozen=True, gc=False):
     occurred_at_ms: int
     standings: list[ReceivedStanding] = msgspec.field(name="scores")
     evictions: list[ReceivedEviction] = msgspec.field(default_factory=list, name="evicted")
+    arrival: int | None = None
 
     def to_message(self) -> str:
         return msgspec.json.encode(self).decode()

@@ -40,13 +40,20 @@ def shard_board_id(board_id: str, shard: int) -> str:
     return f"{board_id}.{shard}"
 
 
+def arrival_number(stamp_us: int, position: int) -> int:
+    """An arrival as one integer: what the record keeps to order a sharded board's ties."""
+    return (stamp_us - STAMP_EPOCH_US) * 1000 + position
+
+
 def arrival_prefix(stamp_us: int, position: int, desc: bool) -> str:
-    """The member prefix that makes an earlier arrival rank first among equal scores: members
-    of equal score sort by their bytes, ascending on asc boards and descending on desc ones."""
-    stamp = (stamp_us - STAMP_EPOCH_US) * 1000 + position
-    if desc:
-        stamp = STAMP_MAX - stamp
-    return f"{stamp:0{STAMP_DIGITS}d}|"
+    """The member prefix that makes an earlier arrival rank first among equal scores."""
+    return stamp_prefix(arrival_number(stamp_us, position), desc)
+
+
+def stamp_prefix(number: int, desc: bool) -> str:
+    """Members of equal score sort by their bytes, ascending on asc boards and descending on
+    desc ones (ZREVRANGE): the prefix of an arrival number, inverted on desc boards."""
+    return f"{STAMP_MAX - number if desc else number:0{STAMP_DIGITS}d}|"
 
 
 def strip_member(member: str, first: bool) -> str:

@@ -108,7 +108,8 @@ class Rebuilder:
             cursor = conn.cursor(name=f"rebuild_{board_id.replace('-', '_')}")
             cursor.itersize = self.chunk_size
             cursor.execute(
-                "SELECT period, region, player_id, score, COALESCE(reached_version, version)"
+                "SELECT period, region, player_id, score,"
+                " COALESCE(reached_arrival, reached_version, version)"
                 " FROM standings WHERE board_id = %s AND present ORDER BY period, region",
                 (board_id,),
             )

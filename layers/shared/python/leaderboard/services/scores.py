@@ -196,6 +196,7 @@ def build_event(board_id: str, submission: Submission, result: SubmitResult) -> 
         occurred_at_ms=result.occurred_at_ms,
         standings=result.standings,
         evictions=result.evictions,
+        arrival=result.arrival,
     )
 
 

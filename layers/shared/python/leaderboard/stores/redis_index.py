@@ -43,7 +43,12 @@ from leaderboard.domain.errors import (
 )
 from leaderboard.domain.events import Eviction, Standing
 from leaderboard.domain.periods import Period
-from leaderboard.domain.shards import arrival_prefix, shard_board_id, shard_of
+from leaderboard.domain.shards import (
+    arrival_number,
+    shard_board_id,
+    shard_of,
+    stamp_prefix,
+)
 from leaderboard.domain.submissions import Submission
 from leaderboard.domain.validation import format_score
 from leaderboard.stores.redis_client import RedisLike, queue_script
@@ -157,6 +162,7 @@ class SubmitResult:
     standings: tuple[Standing, ...]
     evictions: tuple[Eviction, ...]
     replayed: bool
+    arrival: int | None = None  # sharded ties=first boards: what orders the player's ties
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +218,7 @@ def _parse_record(record: str, replayed: bool) -> SubmitResult:
     """A submission's record. Lines carry the set's suffix (period[:region]); records written
     before issue 22 (still in outboxes and idempotency records) carry period and region."""
     head, *lines = record.split("\n")
-    event_id, applied, version, now_ms, operation = head.split("\t")
+    event_id, applied, version, now_ms, operation, *arrival = head.split("\t")
     standings: list[Standing] = []
     evictions: list[Eviction] = []
     for line in lines:
@@ -238,6 +244,7 @@ def _parse_record(record: str, replayed: bool) -> SubmitResult:
             )
         )
     return SubmitResult(
+        arrival=int(arrival[0]) if arrival else None,
         event_id=event_id,
         applied=applied == "1",
         version=int(version),
@@ -497,7 +504,8 @@ class RedisIndex:
         if sharded and rules is not None:
             args.append("1")
             if rules.first:
-                args.append(arrival_prefix(arrival[0], arrival[1], rules.desc))
+                number = arrival_number(*arrival)
+                args += [stamp_prefix(number, rules.desc), number]
         return script_keys, args
 
     def _arrival(self) -> int:
@@ -632,16 +640,20 @@ class RedisIndex:
         """Add (player, score, reached version) rows to one sorted set, in one round trip
         (to each shard's set of a sharded board, one pipeline)."""
         if board.shards > 1:
-            if board.ties == "first":
-                # The arrival stamps that order its ties are not in the record yet.
-                raise NotImplementedError("rebuilding a sharded ties=first board")
+            # ties=first: the record's reached value is the arrival that ordered the ties
+            desc, first = board.sort == "desc", board.ties == "first"
             by_shard: dict[int, list[tuple[str, float, int]]] = {}
             for row in rows:
                 by_shard.setdefault(shard_of(row[0], board.shards), []).append(row)
             pipe = self.client.pipeline(transaction=False)
             for shard, part in by_shard.items():
                 keys = BoardKeys(shard_board_id(board.board_id, shard))
-                pipe.zadd(keys.zset(period_id, region), {p: score for p, score, _ in part})
+                if first:
+                    members = {p: stamp_prefix(reached, desc) + p for p, _, reached in part}
+                    pipe.zadd(keys.zset(period_id, region), {members[p]: sc for p, sc, _ in part})
+                    pipe.hset(keys.members(period_id, region), mapping=members)
+                else:
+                    pipe.zadd(keys.zset(period_id, region), {p: sc for p, sc, _ in part})
                 pipe.sadd(keys.registry, keys.suffix(period_id, region))
                 pipe.delete(keys.range)
             pipe.execute()

@@ -42,15 +42,19 @@ WITH new_events AS (
 ),
 standings_written AS (
     INSERT INTO standings AS s
-        (board_id, period, region, player_id, score, version, reached_version, present)
+        (board_id, period, region, player_id, score, version, reached_version, present,
+         reached_arrival)
     SELECT i.board_id, i.period, i.region, i.player_id, i.score, i.version,
            CASE WHEN t.version IS NULL OR i.reached_version > t.version
                 THEN i.reached_version END,
-           i.present
+           i.present,
+           CASE WHEN t.version IS NULL OR i.reached_version > t.version
+                THEN i.reached_arrival END
     FROM unnest(%(board)b::text[], %(period)b::text[], %(region)b::text[], %(player)b::text[],
                 %(score)b::float8[], %(version)b::int8[], %(reached)b::int8[],
-                %(present)b::bool[]) WITH ORDINALITY
-         AS i(board_id, period, region, player_id, score, version, reached_version, present, n)
+                %(present)b::bool[], %(arrival)b::int8[]) WITH ORDINALITY
+         AS i(board_id, period, region, player_id, score, version, reached_version, present,
+              reached_arrival, n)
     LEFT JOIN player_tombstones t ON t.board_id = i.board_id AND t.player_id = i.player_id
     WHERE t.version IS NULL OR t.version < i.version
     ORDER BY i.n  -- the key order the batch was folded in: the same lock order everywhere
@@ -60,6 +64,11 @@ standings_written AS (
                        ELSE s.present END,
         version = GREATEST(s.version, EXCLUDED.version),
         reached_version = GREATEST(s.reached_version, EXCLUDED.reached_version),
+        -- follows the newest change, whatever order the events arrive in
+        reached_arrival = CASE
+            WHEN EXCLUDED.reached_version > COALESCE(s.reached_version, 0)
+                THEN EXCLUDED.reached_arrival
+            ELSE s.reached_arrival END,
         updated_at = now()
     RETURNING 1
 ),
@@ -105,7 +114,7 @@ class StandingsStore:
         if messages is None:
             messages = [event.to_message() for event in events]
         folded = fold_events(events)
-        standings = list(zip(*folded.standings, strict=True)) or [()] * 8
+        standings = list(zip(*folded.standings, strict=True)) or [()] * 9
         metadata = list(zip(*folded.metadata, strict=True)) or [()] * 4
         with self.db.session() as conn:  # one statement: atomic on its own
             text = conn.info.encoding
@@ -124,6 +133,7 @@ class StandingsStore:
                 "version": int8_array(standings[5]),
                 "reached": int8_array(standings[6]),
                 "present": bool_array(standings[7]),
+                "arrival": int8_array(standings[8]),
                 "meta_board": text_array(metadata[0], text),
                 "meta_player": text_array(metadata[1], text),
                 "metadata": jsonb_array(metadata[2], text),

@@ -18,9 +18,10 @@
 --       12 '1' = desc, 13 '1' = ties first, 14 min, 15 max, 16 rate per minute,
 --       17 max entries ('' = none for 14-17), 18 where the set suffix starts in a set key,
 --       19 '1' = a shard of a sharded board (no rank: it takes every shard; rank '-'),
---       20 (shards of sharded ties=first boards) the member prefix of this arrival.
+--       20 (shards of sharded ties=first boards) the member prefix of this arrival, 21 the
+--       arrival as a number (kept in the record: a rebuild orders the ties by it).
 -- Returns {'OK', record} | {'REPLAY', record} | {'STALE', cfg text} | {'ERR', code, ...}.
--- A record is "event_id\tapplied\tversion\tnow_ms\tmode", then one "suffix\tscore\trank\tchanged"
+-- A record is "event_id\tapplied\tversion\tnow_ms\tmode[\tarrival]", then one "suffix\tscore\trank\tchanged"
 -- line per set (suffix = period[:region]; rank '' = trimmed out by max_entries, '-' = not
 -- ranked: a shard of a sharded board), then one
 -- "-\tsuffix\tplayer\tgone" line per entry max_entries evicted (gone = 1: that player is left on
@@ -136,6 +137,7 @@ end
 
 local applied = false
 local parts = {ARGV[5], '\t', '0', '\t', version, '\t', ARGV[4], '\t', mode}
+if ARGV[21] then parts[#parts + 1] = '\t' .. ARGV[21] end -- the arrival ordering its ties
 local evicted
 for i = 1, n do
   local z, m, member, new, changed, shown
