@@ -515,3 +515,50 @@ def _open_page(chromium: str, url: str) -> Iterator[tuple[Any, _Watch]]:
             yield page, watch
         finally:
             browser.close()
+
+
+def test_the_demo_page_creates_and_watches_a_sharded_board(
+    chromium: str, stack: LocalStack
+) -> None:
+    """Issue 22: the page creates a board of 4 shards and shows it like any other, live."""
+    from playwright.sync_api import expect
+
+    secret = tokens.local_secret(stack.config.data_dir)
+    admin = tokens.mint(secret, "demo-admin", "leaderboard/admin")
+    server = tokens.mint(secret, "demo-server", "leaderboard/server")
+    sharded = "demo-arena-sharded"
+    with _open_page(chromium, stack.url + "/") as (page, watch):
+        page.fill("#admin-token", admin)
+        page.fill("#demo-shards", "4")
+        page.click("#create-demo")
+        expect(page.locator("#create-result")).to_have_attribute("data-status", "201")
+        expect(page.locator("#board")).to_have_value(sharded)
+        status, board = _http(stack, "GET", f"/boards/{sharded}", None, None)
+        assert status == 200 and board["shards"] == 4
+        mode = page.locator("#live-mode")
+        expect(mode).to_have_attribute("data-channel", f"/leaderboards/{sharded}/all-time")
+        expect(mode).to_have_attribute("data-mode", "websocket")
+
+        items = [
+            {"player_id": f"p{n}", "score": n * 10, "metadata": {"name": f"P{n}"}}
+            for n in range(12)
+        ]
+        status, body = _http(
+            stack, "POST", f"/boards/{sharded}/scores/batch", {"submissions": items}, server
+        )
+        assert status == 200 and {r["status"] for r in body["results"]} == {200}, body
+        rows = page.locator("#entries tbody tr")
+        expect(rows.locator("td.player")).to_have_text(
+            [f"p{n}" for n in range(11, 1, -1)], timeout=6_000
+        )  # the top 10, live
+        expect(rows.locator("td.rank")).to_have_text([str(r) for r in range(1, 11)])
+        expect(page.locator("#entries-total")).to_have_text("12")
+
+        page.fill("#token", server)
+        page.fill("#player", "zed")
+        page.fill("#score", "1000")
+        page.click("#submit")
+        expect(page.locator("#result")).to_have_attribute("data-status", "200")
+        expect(page.locator("#standings td.rank").first).to_have_text("—")  # one shard: no rank
+        expect(rows.locator("td.player").first).to_have_text("zed", timeout=6_000)
+        assert watch.errors == [], watch.errors

@@ -8,6 +8,7 @@ from typing import Any
 from leaderboard.domain.errors import BadRequest, Conflict
 from leaderboard.domain.live import DEFAULT_LIVE_TOP, MAX_LIVE_TOP, board_channel
 from leaderboard.domain.periods import ALL_TIME, PERIOD_KINDS, WEEKLY
+from leaderboard.domain.shards import MAX_SHARDS
 from leaderboard.domain.validation import (
     REGION_RE,
     require_int,
@@ -21,7 +22,7 @@ MAX_REGIONS = 32
 MAX_ENTRIES_LIMIT = 10_000_000
 MAX_RATE_PER_MINUTE = 100_000
 # Once a board has entries these would silently change the meaning of stored scores.
-IMMUTABLE_WITH_ENTRIES = ("sort", "mode", "ties", "periods")
+IMMUTABLE_WITH_ENTRIES = ("sort", "mode", "ties", "periods", "shards")
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +40,7 @@ class BoardConfig:
     regions: tuple[str, ...] | None = None
     rate_limit_per_minute: int | None = None
     live_top: int = DEFAULT_LIVE_TOP
-    # Players spread over this many sorted sets (leaderboard/domain/shards.py). Not yet a
-    # field of the API: the rollover, rebuild, relay and live paths learn shards first.
+    # Players spread over this many sorted sets (leaderboard/domain/shards.py).
     shards: int = 1
     created_at: str = ""
     updated_at: str = ""
@@ -52,17 +52,9 @@ class BoardConfig:
         data = asdict(self)
         data.pop("extra")
         data.pop("version")
-        data.pop("shards")
         data["periods"] = list(self.periods)
         data["regions"] = list(self.regions) if self.regions is not None else None
         data["live_channel"] = board_channel(self.board_id)
-        return data
-
-    def to_record(self) -> dict[str, Any]:
-        """The board as PostgreSQL keeps it: the public object, and the shard count."""
-        data = self.to_public()
-        if self.shards > 1:
-            data["shards"] = self.shards
         return data
 
     def to_script_config(self) -> dict[str, Any]:
@@ -124,6 +116,7 @@ _FIELDS = (
     "regions",
     "rate_limit_per_minute",
     "live_top",
+    "shards",
 )
 
 
@@ -192,6 +185,8 @@ def _parse_field(name: str, value: Any) -> Any:
         )
     if name == "live_top":
         return require_int(value, name, minimum=1, maximum=MAX_LIVE_TOP)
+    if name == "shards":
+        return require_int(value, name, minimum=1, maximum=MAX_SHARDS)
     raise AssertionError(name)  # pragma: no cover
 
 
@@ -228,6 +223,12 @@ def parse_board_request(
         raise BadRequest("min_score must not be greater than max_score", field="min_score")
     if board.mode != "increment" and board.max_increment is not None:
         raise BadRequest("max_increment applies to increment boards only", field="max_increment")
+    if board.shards > 1 and board.max_entries is not None:
+        # Each shard could keep its own best N, but not the board's best N in one write.
+        raise BadRequest(
+            "max_entries cannot be exact on a sharded board: use shards 1, or no max_entries",
+            field="max_entries",
+        )
     if existing is not None and has_entries:
         changed = [f for f in IMMUTABLE_WITH_ENTRIES if getattr(existing, f) != getattr(board, f)]
         if changed:

@@ -154,7 +154,7 @@ class BoardRepository:
             " version = EXCLUDED.version, updated_at = EXCLUDED.updated_at",
             (
                 board.board_id,
-                Jsonb(board.to_record()),
+                Jsonb(board.to_public()),
                 board.version,
                 board.created_at,
                 board.updated_at,

@@ -578,7 +578,7 @@ class RedisIndex:
             for shard in gone:
                 self.client.delete(BoardKeys(shard_board_id(board.board_id, shard)).cfg)
             self._rules.pop(board.board_id, None)
-            public = board.to_public() | {"version": board.version, "shards": board.shards}
+            public = board.to_public() | {"version": board.version}
             self.client.hset(CATALOG_KEY, board.board_id, json.dumps(public))
         return bool(written)
 
@@ -954,7 +954,7 @@ class RedisIndex:
 def _public_board(raw: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(raw)
     data.pop("version", None)
-    data.pop("shards", None)  # not a field of the API yet
+    data.setdefault("shards", 1)  # boards published before shards existed
     return data
 
 
