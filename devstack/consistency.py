@@ -14,7 +14,17 @@ def assert_redis_equals_postgres(client: Any, database_url: str, board_id: str) 
     """Every sorted set of the board holds exactly the present standings of PostgreSQL, in the
     board's order (ties included), and metadata matches for every player on the board.
     Returns how many sorted sets were compared."""
+    from leaderboard.domain.shards import order_key, shard_board_id
+
     prefix = f"lb:{{{board_id}}}:"
+    raw = client.get(prefix + "cfg")
+    shards = int(json.loads(raw).get("shards", 1)) if raw else 1
+    # a sharded board's entries are in its shards' keys
+    spaces = (
+        [prefix]
+        if shards <= 1
+        else [f"lb:{{{shard_board_id(board_id, s)}}}:" for s in range(shards)]
+    )
     with psycopg.connect(database_url) as conn:
         row = conn.execute(
             "SELECT config, version FROM boards WHERE board_id = %s", (board_id,)
@@ -24,7 +34,7 @@ def assert_redis_equals_postgres(client: Any, database_url: str, board_id: str) 
         ties = board.ties if board else json.loads(client.get(prefix + "cfg"))["ties"]
         order = "score DESC" if sort == "desc" else "score ASC"
         order += (
-            ", reached_version"
+            ", COALESCE(reached_arrival, reached_version)"
             if ties == "first"
             else (", player_id DESC" if sort == "desc" else ", player_id")
         )
@@ -37,8 +47,9 @@ def assert_redis_equals_postgres(client: Any, database_url: str, board_id: str) 
         }
         in_index = {
             tuple([*s.split(":", 1), ""][:2])
-            for s in client.smembers(prefix + "keys")
-            if client.zcard(prefix + "z:" + s)
+            for space in spaces
+            for s in client.smembers(space + "keys")
+            if client.zcard(space + "z:" + s)
         }
         assert in_index == keys, (board_id, in_index ^ keys)
         for period, region in keys:
@@ -48,8 +59,13 @@ def assert_redis_equals_postgres(client: Any, database_url: str, board_id: str) 
                 " AND region = %s AND present ORDER BY " + order
             )
             in_postgres = conn.execute(query, (board_id, period, region)).fetchall()
-            rows = (client.zrevrange if sort == "desc" else client.zrange)(
-                prefix + "z:" + suffix, 0, -1, withscores=True
+            rows = sorted(
+                (
+                    row
+                    for space in spaces
+                    for row in client.zrange(space + "z:" + suffix, 0, -1, withscores=True)
+                ),
+                key=order_key(sort == "desc"),
             )
             in_redis = [(m.split("|", 1)[1] if ties == "first" else m, s) for m, s in rows]
             assert in_redis == in_postgres, (board_id, suffix)
@@ -61,5 +77,8 @@ def assert_redis_equals_postgres(client: Any, database_url: str, board_id: str) 
                 (board_id,),
             ).fetchall()
         )
-    assert {p: json.loads(m) for p, m in client.hgetall(prefix + "meta").items()} == metadata
+    in_redis_meta = {
+        p: json.loads(m) for space in spaces for p, m in client.hgetall(space + "meta").items()
+    }
+    assert in_redis_meta == metadata
     return len(keys)

@@ -228,6 +228,7 @@ def test_a_sharded_board_lost_from_redis_is_rebuilt_shard_by_shard(
         return seen
 
     before = snapshot()
+    assert assert_redis_equals_postgres(index.client, database_url, board_id) == 4
     for space in [board_id, *index.key_spaces(board_id)]:  # the node lost everything
         keys = index.client.keys(f"lb:{{{space}}}:*")
         if keys:
@@ -238,6 +239,7 @@ def test_a_sharded_board_lost_from_redis_is_rebuilt_shard_by_shard(
     # all-time and weekly hold the same entries (one week of play)
     assert report.entries == 2 * sum(before[("top", region)]["total"] for region in (None, "EU"))
     assert snapshot() == before
+    assert assert_redis_equals_postgres(index.client, database_url, board_id) == 4
     assert index.key_spaces(board_id) == [f"{board_id}.{s}" for s in range(4)]
     for space in index.key_spaces(board_id):
         assert int(index.client.get(f"lb:{{{space}}}:seq")) >= VERSION_GAP

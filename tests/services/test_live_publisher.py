@@ -211,7 +211,9 @@ def test_a_thousand_writes_a_second_make_at_most_rate_messages_per_channel_per_s
                 break
     rate_achieved = writes / elapsed
     print(f"coalescing: {rate_achieved:.0f} writes/s, {len(received)} messages")
-    assert rate_achieved > 700, f"only {rate_achieved:.0f} writes/s: the test proves little"
+    # paced at 1,000 a second; a loaded machine may fall short, but hundreds of writes a second
+    # still put dozens into every tick (rate 4), which is what coalescing needs
+    assert rate_achieved > 300, f"only {rate_achieved:.0f} writes/s: the test proves little"
     assert reports and reports[0].failed == 0
     # Counted by when they were published (stamped to the millisecond): messages are at least
     # 1/rate apart, so no window of a second holds more than `rate`.

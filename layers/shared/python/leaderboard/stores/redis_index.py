@@ -698,10 +698,16 @@ class RedisIndex:
         rules: dict[str, Any] | None = None
         sets: dict[str, int] = {}
         archived: dict[str, int] | None = None
-        for name in self.key_spaces(board_id):
+        names = [board_id]  # its own keys answer for an unsharded board: one round trip
+        for name in names:
             keys = BoardKeys(name)
             reply = self._periods(keys=[keys.registry, keys.archived, keys.cfg], args=[keys.prefix])
-            rules = rules or (json.loads(reply[0]) if reply[0] else None)
+            if name == board_id:
+                rules = json.loads(reply[0]) if reply[0] else None
+                shards = int((rules or {}).get("shards", 1))
+                if shards > 1:  # its rules here, its entries in its shards
+                    names += [shard_board_id(board_id, s) for s in range(shards)]
+                    continue
             count = int(reply[1])
             for i in range(count):
                 suffix = reply[2 + 2 * i]
