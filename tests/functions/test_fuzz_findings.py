@@ -79,3 +79,14 @@ def test_other_unicode_is_stored_as_sent(api, admin_token, board_id):
     assert r.status == 200, r.body
     got = api.call("GET", f"/boards/{board_id}/players/p-1").json()["metadata"]
     assert got == json.loads(json.dumps(metadata))
+
+
+def test_a_batch_of_only_bad_items_to_an_unknown_board_is_404(api, server_token, board_id):
+    """Found: `POST /boards/<never made>/scores/batch` whose items were all invalid answered
+    200 with an error per item: with nothing to apply, nothing asked whether the board exists,
+    so the fuzz counted a write to a board neither store knew. Fixed in services/scores.py
+    `submit_batch`: the board is checked (404, or 503 while it is restored) before item errors."""
+    body = {"submissions": [{"player_id": "ada"}, "not a submission", {"score": "7"}]}
+    r = api.call("POST", f"/boards/{board_id}/scores/batch", body, token=server_token)
+    assert r.status == 404 and r.json()["code"] == "not_found", r.body
+    assert api.call("GET", f"/boards/{board_id}").status == 404

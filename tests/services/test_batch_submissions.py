@@ -109,6 +109,7 @@ def test_who_may_send_a_batch_and_what_the_whole_request_refuses(
         assert r.status == 400 and r.json()["code"] == "bad_request", (body, r.body)
     missing = api.call("POST", "/boards/never-made/scores/batch", one, token=server_token)
     assert missing.status == 404
+
     # 500 items with metadata are far over the single route's 16 KiB and within 1 MiB.
     big = {
         "submissions": [

@@ -103,13 +103,14 @@ class ScoreService:
                 )
             )
         try:
-            outcomes = (
-                self.index.submit_many(
+            if writes:
+                outcomes = self.index.submit_many(
                     board_id, writes, now_ms=now_ms, periods=current_periods(now)
                 )
-                if writes
-                else []
-            )
+            else:  # every item is bad: the board must still exist (404 before item errors)
+                outcomes = []
+                if self.index.write_rules(board_id) is None:
+                    raise BoardMissing(f"board {board_id!r} does not exist", board_id=board_id)
         except BoardMissing:
             if self.in_record is not None and self.in_record(board_id):
                 raise Unavailable(
