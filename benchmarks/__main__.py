@@ -10,7 +10,9 @@ BENCH_ENTRIES the rollover/rebuild size, BENCH_EVENTS the persister workload, BE
 BENCH_LIVE_RATES (writes/s, default 1,100,1000), BENCH_LIVE_SUBSCRIBERS (default 1,100,1000) and
 BENCH_LIVE_SECONDS (measured seconds per cell, default 5; at least 10 writes a cell) set the
 live updates suite. BENCH_SUBMIT_SIZES (default 2000,1000000) sets the board sizes of the Redis
-CPU per submission suite (benchmarks/submit_cpu.py).
+CPU per submission suite (benchmarks/submit_cpu.py). BENCH_HOT_PLAYERS (default 20000) and
+BENCH_HOT_SUBMISSIONS (default 20000) size the hot board on a local cluster for K = 1, 2, 4, 8
+shards (benchmarks/hot_board.py).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ def main() -> int:
         api_latency,
         bulk,
         cold_start,
+        hot_board,
         http_stack,
         live_latency,
         persister_throughput,
@@ -107,6 +110,13 @@ def main() -> int:
         results["bulk"] = bulk.as_rows(
             bulk.run_isolated(valkey.url, database_url, _ints("BENCH_ENTRIES", "1000000")[0])
         )
+    # One hot board on a local cluster of its own, against its number of shards.
+    results["hot_board"] = hot_board.run(
+        hot_board.with_settings(
+            players=_ints("BENCH_HOT_PLAYERS", "20000")[0],
+            submissions=_ints("BENCH_HOT_SUBMISSIONS", "20000")[0],
+        )
+    )
     results["cold_start"] = cold_start.run()
     results["seconds"] = round(time.perf_counter() - started, 1)
     (RESULTS / "results.json").write_text(json.dumps(results, indent=2, default=str))
@@ -128,6 +138,14 @@ def main() -> int:
         " and the pre-issue-22 script (baseline)",
         results["submit_cpu"],
     )
+    hot_writes, hot_reads = hot_board.tables(results["hot_board"])
+    _table(
+        f"One hot board on a local cluster ({results['hot_board']['masters']} masters):"
+        " submissions and Redis CPU per submission against shards (target: within"
+        f" {hot_board.TARGET_CPU_RATIO}x of 1 shard)",
+        hot_writes,
+    )
+    _table("Reads of the hot board against shards: latency and Redis CPU per read", hot_reads)
     _table("API operations through the real handlers vs the bare redis-py floor", results["api"])
     print("summary:", json.dumps(results["api_summary"], default=str))
     _table("Player history pages from the archive vs the bare psycopg floor", results["history"])
