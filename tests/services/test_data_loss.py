@@ -243,3 +243,48 @@ def test_a_sharded_board_lost_from_redis_is_rebuilt_shard_by_shard(
     assert index.key_spaces(board_id) == [f"{board_id}.{s}" for s in range(4)]
     for space in index.key_spaces(board_id):
         assert int(index.client.get(f"lb:{{{space}}}:seq")) >= VERSION_GAP
+
+
+def test_a_sharded_board_that_lost_only_some_shards_is_lost_until_rebuilt(
+    index, database_url, board_id, clock
+):
+    """Issue 22: on Redis Cluster a sharded board's shards live on other nodes than its own
+    rules, so one node coming back empty (a failover to a replica that had not synced) loses
+    some shards and leaves the board's rules. Writes to those shards are refused (503), never
+    applied on top of nothing; the board counts as lost, so the maintenance rebuilds it (and so
+    does a PUT of its rules), and then it equals the record again."""
+    from leaderboard.domain.shards import shard_of
+
+    db = Database(database_url)
+    admin = BoardAdminService(db, index, clock)
+    admin.put_board(board_id, {"shards": 4, "regions": ["EU"], "periods": ["all-time"]}, ADMIN)
+    record = BoardRepository(db)
+    sink = ListSink()
+    scores = ScoreService(index, sink, clock, in_record=lambda b: record.get(b) is not None)
+    for n in range(40):
+        body = {"player_id": f"p{n}", "score": n, "region": "EU" if n % 2 else None}
+        scores.submit(board_id, body, SERVER, None)
+    StandingsStore(db).write(sink.events)  # the queue drained
+    assert assert_redis_equals_postgres(index.client, database_url, board_id) == 2
+    rebuilder = Rebuilder(db, index)
+    assert board_id not in rebuilder.lost_boards()
+
+    def lose_the_shard_of(player: str) -> None:
+        keys = index.client.keys(f"lb:{{{board_id}.{shard_of(player, 4)}}}:*")
+        index.client.delete(*keys)
+        assert index.board_loaded(board_id)  # the board's own rules are on another node
+
+    lose_the_shard_of("p1")
+    with pytest.raises(Unavailable, match="being restored"):
+        scores.submit(board_id, {"player_id": "p1", "score": 99}, SERVER, None)
+    assert board_id in rebuilder.lost_boards()
+    [report] = [r for r in rebuilder.recover(queue_in_flight=0, now_ms=0) if r.board_id == board_id]
+    assert report.entries == 40 + 20
+    assert board_id not in rebuilder.lost_boards()
+    assert assert_redis_equals_postgres(index.client, database_url, board_id) == 2
+
+    lose_the_shard_of("p2")
+    admin.put_board(board_id, {"title": "back"}, ADMIN)  # restores it, never opens it empty
+    assert assert_redis_equals_postgres(index.client, database_url, board_id) == 2
+    done = scores.submit(board_id, {"player_id": "p2", "score": 99}, SERVER, None)
+    assert done.body["standings"][0]["score"] == 2 + 99  # increments what was restored

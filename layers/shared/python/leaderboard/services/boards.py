@@ -35,9 +35,10 @@ class BoardAdminService:
                 board_id, body, existing, has_entries=has_entries, now_iso=iso(self.clock())
             )
             self.boards.save(conn, board)
-        if existing is not None and not self.index.board_loaded(board_id):
-            # Its serving data is gone: publishing the rules alone would open an empty board
-            # to writes. Restore it from the record instead (the rebuild publishes last).
+        if existing is not None and Rebuilder(self.db, self.index).is_lost(existing):
+            # Its serving data is gone (all of it, or a shard's): publishing the rules alone
+            # would open empty sets to writes. Restore it from the record instead (the
+            # rebuild publishes last).
             Rebuilder(self.db, self.index).rebuild(board_id)
         else:
             self.index.publish_board(board)

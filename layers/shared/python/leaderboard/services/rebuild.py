@@ -20,6 +20,7 @@ import psycopg
 
 from leaderboard.domain.boards import BoardConfig
 from leaderboard.domain.errors import Conflict, NotFound
+from leaderboard.domain.shards import shard_board_id
 from leaderboard.stores.postgres import BoardRepository, Database
 from leaderboard.stores.redis_index import RedisIndex
 
@@ -49,7 +50,19 @@ class Rebuilder:
 
     def lost_boards(self) -> list[str]:
         """Boards the record knows that the serving index does not serve."""
-        return [b.board_id for b in self.boards.all() if not self.index.board_loaded(b.board_id)]
+        return [b.board_id for b in self.boards.all() if self.is_lost(b)]
+
+    def is_lost(self, board: BoardConfig) -> bool:
+        """Whether the index lost the board's serving data: its own rules, or (sharded) the
+        rules of any shard. On Redis Cluster the shards live on other nodes than the board's
+        own keys, so one node coming back empty loses some shards and leaves the rest; the
+        writes to those shards are refused until the whole board is rebuilt."""
+        if not self.index.board_loaded(board.board_id):
+            return True
+        return any(
+            not self.index.board_loaded(shard_board_id(board.board_id, shard))
+            for shard in range(board.shards if board.shards > 1 else 0)
+        )
 
     def recover(
         self, *, queue_in_flight: int, now_ms: int, max_wait_ms: int = 600_000
