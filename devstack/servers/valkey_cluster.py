@@ -180,6 +180,58 @@ class EmbeddedValkeyCluster:
                 time.sleep(0.1)
         raise ServerStartError(f"valkey cluster is not usable: {error}")
 
+    def node_at(self, port: int) -> EmbeddedValkey:
+        """The node listening on `port`."""
+        return next(node for node in self.nodes if node.port == port)
+
+    def slot_owner(self, slot: int) -> tuple[EmbeddedValkey, list[EmbeddedValkey]]:
+        """The master serving `slot` now and its replicas, as a live node sees the cluster."""
+        for node in self.nodes:
+            if not node.is_running():
+                continue
+            client = node.client(socket_timeout=1)
+            try:
+                slots = client.execute_command("CLUSTER", "SLOTS")
+            except redis.RedisError:
+                continue
+            finally:
+                client.close()
+            for entry in slots:
+                if int(entry[0]) <= slot <= int(entry[1]):
+                    master, *replicas = (self.node_at(int(copy[1])) for copy in entry[2:])
+                    return master, replicas
+        raise ServerStartError(f"no live node knows who serves slot {slot}")
+
+    def role(self, node: EmbeddedValkey) -> str:
+        """`master` or `slave`, as the node itself says (raises if it does not answer)."""
+        client = node.client(socket_timeout=1)
+        try:
+            return _text(client.info("replication").get("role"))
+        finally:
+            client.close()
+
+    def wait_role(self, node: EmbeddedValkey, role: str, timeout: float = 30) -> float:
+        """Wait until `node` has `role` (a promoted replica: `master`; a returning master:
+        `slave` with its link to the new master up) and sees the cluster whole; the
+        monotonic time it did."""
+        deadline = time.monotonic() + timeout
+        last = ""
+        while time.monotonic() < deadline:
+            client = node.client(socket_timeout=1)
+            try:
+                info = client.info("replication")
+                state = _cluster_info(client).get("cluster_state")
+                last = f"role {info.get('role')}, cluster {state}"
+                linked = role != "slave" or info.get("master_link_status") == "up"
+                if _text(info.get("role")) == role and linked and state == "ok":
+                    return time.monotonic()
+            except redis.RedisError as exc:
+                last = str(exc)
+            finally:
+                client.close()
+            time.sleep(0.02)
+        raise ServerStartError(f"valkey node {node.port} did not become {role}: {last}")
+
     def stop(self) -> None:
         """Stop every node (each removes its temp dir)."""
         errors: list[BaseException] = []
