@@ -10,7 +10,11 @@ submissions, from the rules in docs/API.md:
 - ties: `shared` is competition ranking (1 + the number of strictly better scores), `first`
   orders equal scores by the version that reached them;
 - periods: `all-time`, and the current `YYYY-MM-DD`, `YYYY-Www` (ISO week) and `YYYY-MM` of
-  the moment the event occurred, in UTC.
+  the moment the event occurred, in UTC;
+- sharded boards (`shards: K`): each shard is laid out like a board under the tag
+  `{board.s}`, s = 0..K-1; the board is the union of its shards, ordered as one sorted set
+  would be (score, then member); `ties: first` orders equal scores by the event's `arrival`
+  (a shard's versions are its own), and a write's response has no rank.
 
 Every submission of the run carries a unique nonce in its metadata (`n`), so each event of the
 log can be tied to the submission it came from, acknowledged or not.
@@ -42,6 +46,14 @@ class Board:
     ties: str
     periods: tuple[str, ...]
     regions: tuple[str, ...] = ()
+    shards: int = 1
+
+    @property
+    def tags(self) -> list[str]:
+        """The hash tags its serving keys live under: the board's, or each shard's."""
+        if self.shards <= 1:
+            return [self.board_id]
+        return [f"{self.board_id}.{s}" for s in range(self.shards)]
 
 
 @dataclass
@@ -217,38 +229,46 @@ def _suffix(period: str, region: str | None) -> str:
 def redis_standings(
     client: redis.Redis, board: Board, period: str, region: str | None
 ) -> list[tuple[str, float]]:
-    """A sorted set in board order as (player, score), from the documented keys."""
-    prefix = f"lb:{{{board.board_id}}}:"
-    zkey = prefix + "z:" + _suffix(period, region)
-    rows: Any
-    if board.sort == "desc":
-        rows = client.zrevrange(zkey, 0, -1, withscores=True)
-    else:
-        rows = client.zrange(zkey, 0, -1, withscores=True)
-    members = [(m.decode(), float(s)) for m, s in rows]
-    if board.ties != "first":
-        return members
-    pairs: Any = client.hgetall(prefix + "m:" + _suffix(period, region))
-    by_member = {v.decode(): k.decode() for k, v in pairs.items()}
-    return [(by_member.get(m, "?" + m), s) for m, s in members]
+    """A sorted set in board order as (player, score), from the documented keys (a sharded
+    board's shards merged as one sorted set orders: by score, then by member)."""
+    rows: list[tuple[float, str, str]] = []  # (score, member, player)
+    for tag in board.tags:
+        prefix = f"lb:{{{tag}}}:"
+        found: Any = client.zrange(prefix + "z:" + _suffix(period, region), 0, -1, withscores=True)
+        by_member: dict[str, str] = {}
+        if board.ties == "first":
+            pairs: Any = client.hgetall(prefix + "m:" + _suffix(period, region))
+            by_member = {v.decode(): k.decode() for k, v in pairs.items()}
+        for m, s in found:
+            member = m.decode()
+            player = by_member.get(member, "?" + member) if board.ties == "first" else member
+            rows.append((float(s), member, player))
+    rows.sort(reverse=board.sort == "desc")  # ZREVRANGE order on desc boards
+    return [(player, score) for score, _, player in rows]
 
 
 def redis_suffixes(client: redis.Redis, board: Board) -> set[str]:
-    prefix = f"lb:{{{board.board_id}}}:z:"
-    return {k.decode()[len(prefix) :] for k in client.scan_iter(match=prefix + "*", count=1000)}
+    found = set()
+    for tag in board.tags:
+        prefix = f"lb:{{{tag}}}:z:"
+        found |= {k.decode()[len(prefix) :] for k in client.scan_iter(match=prefix + "*")}
+    return found
 
 
 def postgres_standings(
     conn: psycopg.Connection[Any], board: Board
 ) -> dict[tuple[str, str], list[tuple[str, float, int]]]:
     """Present standings per (period, region ('' = global)), in board order."""
+    # A sharded board's ties are ordered by arrival (its shards' versions are not comparable).
+    reached = "reached_arrival, " if board.shards > 1 else ""
     query = sql.SQL(
-        "SELECT period, region, player_id, score, coalesce(reached_version, version)"
+        "SELECT period, region, player_id, score, coalesce({reached}reached_version, version)"
         " FROM standings WHERE board_id = %s AND present"
         " ORDER BY period, region, score {direction}, {tie}player_id"
     ).format(
+        reached=sql.SQL(reached),
         direction=sql.SQL("DESC" if board.sort == "desc" else "ASC"),
-        tie=sql.SQL("reached_version ASC, " if board.ties == "first" else ""),
+        tie=sql.SQL(f"coalesce({reached}reached_version) ASC, " if board.ties == "first" else ""),
     )
     out: dict[tuple[str, str], list[tuple[str, float, int]]] = defaultdict(list)
     for period, region, player, score, reached in conn.execute(query, (board.board_id,)):
@@ -278,6 +298,8 @@ def check(
     statuses: dict[int, int],
     database_url: str,
     redis_url: str,
+    *,
+    cluster: bool = False,
 ) -> Verdict:
     """Compare the log, PostgreSQL's standings, Redis and the model; see the module docstring."""
     verdict = Verdict(submissions=len(submissions))
@@ -340,7 +362,8 @@ def check(
             applied.append((sub, min(got, key=lambda e: e.version)))
     _check_client_order(applied, verdict)
     models = _replay(boards_by_id, applied, verdict)
-    with redis.Redis.from_url(redis_url, socket_timeout=10) as client:
+    connect = redis.RedisCluster.from_url if cluster else redis.Redis.from_url
+    with connect(redis_url, socket_timeout=10) as client:
         for board in boards:
             _compare_board(board, models[board.board_id], pg[board.board_id], client, verdict)
             _compare_metadata(board, applied, pg_meta, client, verdict)
@@ -369,20 +392,27 @@ def _replay(
     for sub, event in sorted(applied, key=lambda pair: (pair[0].board_id, pair[1].version)):
         board = boards[sub.board_id]
         model = models[board.board_id]
+        # What orders equal scores: the per-board version, or a sharded board's arrival.
+        reached = event.version
+        if board.shards > 1 and board.ties == "first":
+            reached = int(event.payload.get("arrival") or 0)
         touched = []
         regions = ["", sub.region] if sub.region else [""]
         for period in period_ids(board.periods, event.occurred_at):
             for region in regions:
                 standings = model.setdefault((period, region), Standings(board.sort, board.ties))
-                standings.apply(board.mode, sub.player_id, float(sub.score), event.version)
+                standings.apply(board.mode, sub.player_id, float(sub.score), reached)
                 touched.append((period, region, standings))
         if not sub.acked:
             continue
         if sub.version is not None and sub.version != event.version:
             verdict.response_mismatches += 1
             verdict.examples.append(f"{sub.key}: response version {sub.version} != log")
-        expected = {
-            (period, region or None): (st.entries[sub.player_id][0], st.rank(sub.player_id))
+        expected = {  # a sharded board's write answers no rank (it would take every shard)
+            (period, region or None): (
+                st.entries[sub.player_id][0],
+                None if board.shards > 1 else st.rank(sub.player_id),
+            )
             for period, region, st in touched
         }
         answered = {
@@ -455,8 +485,10 @@ def _compare_metadata(
             meta = event.payload.get("metadata")
             if isinstance(meta, dict) and event.version > last.get(sub.player_id, (-1, {}))[0]:
                 last[sub.player_id] = (event.version, meta)
-    stored_meta: Any = client.hgetall(f"lb:{{{board.board_id}}}:meta")
-    in_redis = {k.decode(): json.loads(v) for k, v in stored_meta.items()}
+    in_redis: dict[str, Any] = {}
+    for tag in board.tags:
+        stored_meta: Any = client.hgetall(f"lb:{{{tag}}}:meta")
+        in_redis |= {k.decode(): json.loads(v) for k, v in stored_meta.items()}
     for player, (_, meta) in last.items():
         stored = pg_meta.get((board.board_id, player))
         if in_redis.get(player) != meta:

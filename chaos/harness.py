@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import boto3
 import psycopg
@@ -73,6 +73,8 @@ def board_rules(board: Board) -> dict[str, Any]:
     }
     if board.regions:
         rules["regions"] = list(board.regions)
+    if board.shards > 1:
+        rules["shards"] = board.shards
     if board.board_id == "inc-desc-shared":
         rules["max_increment"] = MAX_INCREMENT
     if board.board_id == "set-desc-shared":
@@ -144,7 +146,9 @@ class Client:
 class Harness:
     """The stores, the stack on top of them, the clients and the record of what they saw."""
 
-    def __init__(self, workdir: Path | None = None, seed: int = 12) -> None:
+    def __init__(
+        self, workdir: Path | None = None, seed: int = 12, boards: list[Board] | None = None
+    ) -> None:
         self.base = Path(workdir or tempfile.mkdtemp(prefix="lb-chaos-"))
         self.base.mkdir(parents=True, exist_ok=True)
         self.base.chmod(0o755)  # the embedded PostgreSQL user must reach it under root
@@ -154,7 +158,9 @@ class Harness:
         self.sqs = LocalSQS()
         self.stack: LocalStack | None = None
         self.database_url = ""
-        self.boards = list(BOARDS)
+        self.redis_url = ""
+        self.redis_cluster = False
+        self.boards = list(boards or BOARDS)
         self.submissions: list[Submission] = []
         self.attempts: list[Attempt] = []
         self.reads: Counter[int] = Counter()
@@ -173,12 +179,13 @@ class Harness:
     # ------------------------------------------------------------------ lifetime
 
     def start(self) -> None:
-        self.valkey.start()
+        self.redis_url = self._start_redis()
         self.postgres.start()
         self.database_url = self.postgres.create_database("leaderboard")
         self.sqs.start()
         env = {
-            "REDIS_URL": self.valkey.url,
+            "REDIS_URL": self.redis_url,
+            "REDIS_CLUSTER": "true" if self.redis_cluster else "false",
             "DATABASE_URL": self.database_url,
             "SQS_ENDPOINT_URL": self.sqs.endpoint_url,
             "LOCAL_SCHEDULE_SCALE": SCHEDULE_SCALE,
@@ -216,11 +223,13 @@ class Harness:
         if self.stack is not None:
             with contextlib.suppress(Exception):
                 self.stack.stop()
-        for server in (self.sqs, self.postgres, self.valkey):
+        for server in (self.sqs, self.postgres):
             with contextlib.suppress(Exception):
                 if server.is_running():
                     os.kill(server.pid, signal.SIGCONT)  # a fault cut short must not hang stop
                 server.stop()
+        with contextlib.suppress(Exception):
+            self._stop_redis()
         for name, value in self._saved_env.items():
             if value is None:
                 os.environ.pop(name, None)
@@ -228,7 +237,17 @@ class Harness:
                 os.environ[name] = value
         shutil.rmtree(self.base, ignore_errors=True)
 
-    def __enter__(self) -> Harness:
+    def _start_redis(self) -> str:
+        """Start the serving index; its URL (a cluster harness starts a cluster instead)."""
+        self.valkey.start()
+        return self.valkey.url
+
+    def _stop_redis(self) -> None:
+        if self.valkey.is_running():
+            os.kill(self.valkey.pid, signal.SIGCONT)  # a fault cut short must not hang stop
+        self.valkey.stop()
+
+    def __enter__(self) -> Self:
         self.start()
         return self
 
@@ -246,13 +265,13 @@ class Harness:
 
     # ------------------------------------------------------------------ load
 
-    def start_load(self, writers: int, readers: int, pause: float) -> None:
-        """`writers` clients, each owning its players, and `readers` reading entries."""
+    def start_load(self, writers: int, readers: int, pause: float, players: int = 8) -> None:
+        """`writers` clients, each owning `players` players, and `readers` reading entries."""
         self._stop_load.clear()
         for n in range(writers):
-            players = [f"w{n}-p{i}" for i in range(8)]
+            owned = [f"w{n}-p{i}" for i in range(players)]
             thread = threading.Thread(
-                target=self._writer, args=(n, players, pause), name=f"chaos-w{n}", daemon=True
+                target=self._writer, args=(n, owned, pause), name=f"chaos-w{n}", daemon=True
             )
             self._threads.append(thread)
         for n in range(readers):
@@ -596,7 +615,14 @@ class Harness:
         statuses.update(self.reads)
         with self._lock:
             submissions = list(self.submissions)
-        return check(self.boards, submissions, dict(statuses), self.database_url, self.valkey.url)
+        return check(
+            self.boards,
+            submissions,
+            dict(statuses),
+            self.database_url,
+            self.redis_url,
+            cluster=self.redis_cluster,
+        )
 
     def check_until_consistent(self, limit: float = 90.0) -> Verdict:
         """The checker's verdict once the stores have settled: the relay may still be sending

@@ -199,14 +199,19 @@ def table(data: dict[str, Any]) -> str:
     lines += [
         "",
         f"  queue depth max {data['queue_depth_max']}, final drain {data['final_drain_s']} s",
-        f"  live: first message after Redis answered again (target: {LIVE_TARGET_S:g} s after"
-        " the board takes writes again): "
-        + ", ".join(
-            f"{f['fault']} {_s(f['live_s'])} (first ack {_s(f['first_ack_s'])},"
-            f" {'within' if f['live_within_target'] else 'MISSED'})"
-            for f in data["faults"]
-            if "live_s" in f
-        ),
+    ]
+    if any("live_s" in f for f in data["faults"]):
+        lines.append(
+            f"  live: first message after Redis answered again (target: {LIVE_TARGET_S:g} s"
+            " after the board takes writes again): "
+            + ", ".join(
+                f"{f['fault']} {_s(f['live_s'])} (first ack {_s(f['first_ack_s'])},"
+                f" {'within' if f['live_within_target'] else 'MISSED'})"
+                for f in data["faults"]
+                if "live_s" in f
+            )
+        )
+    lines += [
         f"  checker: lost {check['lost']}, duplicated {check['duplicated']},"
         f" 5xx other than 503 {check['bad_statuses'] or 0},"
         f" events in the log {check['events_in_log']}"
