@@ -26,7 +26,8 @@ help:
 	@echo "make sam-env        write .local/sam-env.json, the --env-vars file for the running stack"
 	@echo "make bench   benchmarks on embedded real stores (BENCH_ENTRIES=1000000)"
 	@echo "make fuzz    schemathesis on the local stack from docs/openapi.json (FUZZ_EXAMPLES=2000, FUZZ_SEED=n)"
-	@echo "make chaos   faults under load, then an independent checker (bench-results/chaos.json)"
+	@echo "make chaos   faults under load, then an independent checker (bench-results/chaos.json),"
+	@echo "             then masters of a Valkey Cluster killed under load (chaos-cluster.json)"
 	@echo "make soak    10 minutes of mixed load, memory and queue depth held to bounds (SOAK_SECONDS=600)"
 
 setup: $(STAMP)
@@ -123,9 +124,12 @@ fuzz: setup
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-2000} $(PY) -m pytest tests/e2e/test_fuzz.py -q $(PYTEST_ARGS)
 
 # Faults in turn under concurrent load, then chaos/checker.py verifies from the outside
-# (docs/chaos.md). The functions' logs go to bench-results/chaos-run.log.
+# (docs/chaos.md); then the same on a Valkey Cluster whose masters are killed under writes to
+# sharded boards. Both always run; either failing fails the target. The functions' logs go to
+# bench-results/chaos-run.log and chaos-cluster.log.
 chaos: setup
-	$(PY) -m chaos run
+	@$(PY) -m chaos run; single=$$?; $(PY) -m chaos cluster; cluster=$$?; \
+	  test $$single = 0 -a $$cluster = 0
 
 SOAK_SECONDS ?= 600
 soak: setup
