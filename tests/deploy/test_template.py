@@ -5,12 +5,21 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import re
+import string
 import subprocess
 import sys
 
 import pytest
+from redis.connection import SSLConnection, parse_url
+from redis.crc import key_slot
 
+from devstack.servers.valkey_cluster import slot_ranges
 from devstack.template import ROOT, load
+from leaderboard.domain.shards import shard_board_id
+from leaderboard.settings import RedisSettings
+from leaderboard.stores.redis_index import BoardKeys
 
 TEMPLATE = load()
 RESOURCES = TEMPLATE.raw["Resources"]
@@ -202,6 +211,208 @@ def test_every_function_but_the_live_publisher_may_read_the_database_secret():
         reads = {"Ref": "DatabaseSecretRead"} in res["Properties"]["Policies"]
         assert reads is (name != "LivePublisherFunction"), name  # it reads Redis only
     assert "DATABASE_SECRET_ID" in GLOBALS["Environment"]["Variables"]
+
+
+# --- the serving index: ElastiCache Serverless by default, a node-based cluster on request ---
+PARAMETERS = TEMPLATE.raw["Parameters"]
+SERVERLESS_URL = "rediss://${ServingCache.Endpoint.Address}:${ServingCache.Endpoint.Port}"
+CLUSTER_URL = (
+    "rediss://${ServingCluster.ConfigurationEndPoint.Address}"
+    ":${ServingCluster.ConfigurationEndPoint.Port}"
+)
+CACHE_RESOURCES = {
+    "CacheSecurityGroup",
+    "ServingCache",
+    "ServingCluster",
+    "ServingClusterParameters",
+    "ServingClusterSubnets",
+}
+
+
+def _deployed(**given):
+    """The template's conditions and a resolver for Fn::If, for these parameter values (the
+    others at their defaults), as CloudFormation evaluates them."""
+    values = {name: p.get("Default") for name, p in PARAMETERS.items()} | given
+    conditions: dict[str, bool] = {}
+
+    def evaluate(node):
+        ((fn, args),) = node.items()
+        if fn in ("Condition", "Fn::Condition"):  # JSON and YAML short forms
+            if args not in conditions:
+                conditions[args] = evaluate(TEMPLATE.raw["Conditions"][args])
+            return conditions[args]
+        if fn == "Fn::Equals":
+            left, right = (values[a["Ref"]] if _ref(a) else a for a in args)
+            return str(left) == str(right)
+        if fn == "Fn::And":
+            return all(evaluate(a) for a in args)
+        if fn == "Fn::Or":
+            return any(evaluate(a) for a in args)
+        if fn == "Fn::Not":
+            return not evaluate(args[0])
+        raise AssertionError(f"unexpected {fn} in a condition")
+
+    for name in TEMPLATE.raw["Conditions"]:
+        evaluate({"Condition": name})
+
+    def resolve(value):
+        while isinstance(value, dict) and "Fn::If" in value:
+            name, then, otherwise = value["Fn::If"]
+            value = then if conditions[name] else otherwise
+        return value
+
+    created = {n for n, r in RESOURCES.items() if conditions.get(r.get("Condition"), True)}
+    return created, resolve
+
+
+def test_the_serverless_cache_stays_the_default():
+    mode = PARAMETERS["RedisMode"]
+    assert (mode["Default"], mode["AllowedValues"]) == ("serverless", ["serverless", "cluster"])
+    created, resolve = _deployed()
+    assert created & CACHE_RESOURCES == {"CacheSecurityGroup", "ServingCache"}
+    cache = RESOURCES["ServingCache"]["Properties"]
+    assert (cache["Engine"], cache["MajorEngineVersion"]) == ("valkey", "8")
+    assert cache["SecurityGroupIds"] == [{"Ref": "CacheSecurityGroup"}]
+    env = GLOBALS["Environment"]["Variables"]
+    assert _sub(resolve(env["REDIS_URL"])) == SERVERLESS_URL
+    assert resolve(env["REDIS_CLUSTER"]) == "true"
+    ingress = RESOURCES["CacheSecurityGroup"]["Properties"]["SecurityGroupIngress"]
+    assert [(r["FromPort"], resolve(r["ToPort"])) for r in ingress] == [(6379, 6380)]
+
+
+def test_an_existing_redis_creates_no_cache_in_either_mode():
+    for mode in ("serverless", "cluster"):
+        created, resolve = _deployed(ExistingRedisUrl="rediss://cache.example:6379", RedisMode=mode)
+        assert not created & CACHE_RESOURCES, mode
+        env = GLOBALS["Environment"]["Variables"]
+        assert resolve(env["REDIS_URL"]) == {"Ref": "ExistingRedisUrl"}
+        assert resolve(env["REDIS_CLUSTER"]) == {"Ref": "ExistingRedisCluster"}
+
+
+def test_cluster_mode_creates_a_valkey_replication_group_in_cluster_mode():
+    created, _ = _deployed(RedisMode="cluster")
+    assert created & CACHE_RESOURCES == CACHE_RESOURCES - {"ServingCache"}
+    group = RESOURCES["ServingCluster"]
+    assert group["Type"] == "AWS::ElastiCache::ReplicationGroup"
+    props = group["Properties"]
+    assert props["Engine"] == "valkey" and props["ClusterMode"].lower() == "enabled"
+    # One primary per node group owns a share of the slots; resharding migrates slots online
+    # instead of replacing the cluster.
+    assert group["UpdatePolicy"] == {"UseOnlineResharding": True}
+    assert _ref(props["NumNodeGroups"]) == "RedisNodeGroups"
+    assert _ref(props["ReplicasPerNodeGroup"]) == "RedisReplicasPerNodeGroup"
+    assert _ref(props["CacheNodeType"]) == "RedisNodeType"
+    assert _ref(props["EngineVersion"]) == "RedisEngineVersion"
+    assert "NodeGroupConfiguration" not in props  # with it, a new replica count replaces
+    parameters = RESOURCES[_ref(props["CacheParameterGroupName"])]
+    assert parameters["Type"] == "AWS::ElastiCache::ParameterGroup"
+    assert parameters["Properties"]["CacheParameterGroupFamily"] == "valkey8"
+    assert parameters["Properties"]["Properties"] == {
+        "cluster-enabled": "yes",
+        "maxmemory-policy": "noeviction",  # an evicted score would look never submitted
+    }
+    assert all(v.startswith("8.") for v in PARAMETERS["RedisEngineVersion"]["AllowedValues"])
+    subnets = RESOURCES[_ref(props["CacheSubnetGroupName"])]
+    assert subnets["Type"] == "AWS::ElastiCache::SubnetGroup"
+    assert subnets["Properties"]["SubnetIds"] == {"Ref": "SubnetIds"}
+    assert props["SecurityGroupIds"] == [{"Ref": "CacheSecurityGroup"}]
+    assert group["DeletionPolicy"] == "Delete"  # an index, rebuilt from PostgreSQL
+
+
+def test_the_cluster_takes_tls_only_is_encrypted_and_fails_over_across_zones():
+    props = RESOURCES["ServingCluster"]["Properties"]
+    assert props["TransitEncryptionEnabled"] is True
+    assert props.get("TransitEncryptionMode", "required") == "required"  # never plaintext
+    assert props["AtRestEncryptionEnabled"] is True
+    assert props["AutomaticFailoverEnabled"] is True and props["MultiAZEnabled"] is True
+    replicas = PARAMETERS["RedisReplicasPerNodeGroup"]
+    assert replicas["MinValue"] >= 1, "failover needs a replica in every node group"
+    assert replicas["MaxValue"] <= 5
+    # Reached as the serverless cache is: TLS, no user group, no AUTH token (the functions'
+    # URL carries no credentials), only from the functions' security group, on 6379 alone.
+    assert not {"AuthToken", "UserGroupIds"} & set(props)
+    assert not {"UserGroupId"} & set(RESOURCES["ServingCache"]["Properties"])
+    assert props["Port"] == 6379
+    _, resolve = _deployed(RedisMode="cluster")
+    ingress = RESOURCES["CacheSecurityGroup"]["Properties"]["SecurityGroupIngress"]
+    assert [(r["FromPort"], resolve(r["ToPort"])) for r in ingress] == [(6379, 6379)]
+    assert [_ref(r["SourceSecurityGroupId"]) for r in ingress] == ["FunctionSecurityGroup"]
+    egress = RESOURCES["FunctionSecurityGroup"]["Properties"]["SecurityGroupEgress"]
+    assert any(r["FromPort"] <= 6379 <= r["ToPort"] for r in egress)
+
+
+def test_cluster_parameters_and_their_defaults():
+    expected = {
+        "RedisNodeType": ("String", "cache.r7g.large"),
+        # 4: a board of 4 or 8 shards puts the same number on every node group (deploy.md).
+        "RedisNodeGroups": ("Number", 4),
+        "RedisReplicasPerNodeGroup": ("Number", 1),
+        "RedisEngineVersion": ("String", "8.2"),
+    }
+    for name, (kind, default) in expected.items():
+        assert (PARAMETERS[name]["Type"], PARAMETERS[name]["Default"]) == (kind, default), name
+    groups = PARAMETERS["RedisNodeGroups"]
+    assert groups["MinValue"] == 1 and groups["MaxValue"] >= 90
+    pattern = re.compile(PARAMETERS["RedisNodeType"]["AllowedPattern"])
+    assert pattern.fullmatch("cache.r7g.large") and pattern.fullmatch("cache.m7g.2xlarge")
+    assert not pattern.fullmatch("r7g.large")
+    interface = TEMPLATE.raw["Metadata"]["AWS::CloudFormation::Interface"]["ParameterGroups"]
+    (serving,) = [g for g in interface if "ExistingRedisUrl" in g["Parameters"]]
+    assert {"RedisMode", *expected} <= set(serving["Parameters"])
+    listed = [p for g in interface for p in g["Parameters"]]
+    assert sorted(listed) == sorted(PARAMETERS), "every parameter in exactly one group"
+
+
+def test_every_function_gets_the_configuration_endpoint_and_cluster_mode():
+    _, resolve = _deployed(RedisMode="cluster")
+    for name, spec in TEMPLATE.functions.items():
+        env = spec.environment
+        assert _sub(resolve(env["REDIS_URL"])) == CLUSTER_URL, name
+        assert resolve(env["REDIS_CLUSTER"]) == "true", name
+
+
+def test_the_functions_read_that_url_as_a_tls_cluster(monkeypatch):
+    url = "rediss://clustercfg.leaderboard-dev-cluster.abc123.use1.cache.amazonaws.com:6379"
+    monkeypatch.setenv("REDIS_URL", url)
+    monkeypatch.setenv("REDIS_CLUSTER", "true")
+    settings = RedisSettings.from_env()
+    assert (settings.url, settings.cluster) == (url, True)
+    assert parse_url(settings.url)["connection_class"] is SSLConnection
+
+
+def _node_groups_holding(board_id, shards, node_groups):
+    """How many of a board's shards each node group holds, with the slots split into equal
+    contiguous ranges (the local cluster's split, and a new cluster's)."""
+    ranges = slot_ranges(node_groups)
+    counts = [0] * node_groups
+    for shard in range(shards):
+        slot = key_slot(BoardKeys(shard_board_id(board_id, shard)).cfg.encode())
+        counts[next(n for n, (lo, hi) in enumerate(ranges) if lo <= slot <= hi)] += 1
+    return counts
+
+
+def test_the_default_node_groups_spread_boards_of_4_and_8_shards_evenly():
+    # The shards' slots follow a pattern fixed by CRC16, the same for every board id: on an
+    # even split, 2 shards on 2 node groups share one, 8 on 8 use 4. docs/deploy.md tabulates
+    # it; this pins the default the guide recommends, and fails if the key scheme changes.
+    groups = PARAMETERS["RedisNodeGroups"]["Default"]
+    rng = random.Random(22)
+    ids = [
+        "".join(rng.choices(string.ascii_lowercase + "-", k=rng.randint(3, 24))) for _ in range(200)
+    ]
+    for board_id in ids:
+        for shards in (groups, 2 * groups):
+            counts = _node_groups_holding(board_id, shards, groups)
+            assert counts == [shards // groups] * groups, (board_id, shards, counts)
+    assert set(_node_groups_holding("launch", 2, 2)) == {0, 2}, "the table's first row"
+
+
+def test_every_parameter_is_documented():
+    deploy = (ROOT / "docs/deploy.md").read_text()
+    configuration = (ROOT / "docs/configuration.md").read_text()
+    for name in PARAMETERS:
+        assert f"| `{name}` |" in deploy, f"{name} is missing from deploy.md's parameter tables"
+        assert f"`{name}`" in configuration, f"{name} is missing from configuration.md"
 
 
 # --- live updates: the AppSync Events API and its publisher ---------------------------------
