@@ -14,6 +14,10 @@ What a busy node pays for one submission, without the client, the network or a c
      empty script call with the same keys and arguments, and the script this product shipped
      before issue 22 (`submit_baseline.lua`, with its own argument layout): today's figures
      beside the baseline's.
+  5. Also in the same run: the guarantees' own floor (`_GUARANTEES`): the floor plus only the
+     commands the product's guarantees oblige any submit script to send (rules check, version,
+     metadata, idempotency record, the event's fields in the outbox), with no logic. Its ratio
+     to the floor is the least any script keeping those guarantees could reach.
 
 Targets (issue 22): at 2,000 players, within 1.25x of the floor for "1 period" and for
 "4 periods x (global + region), metadata, idempotency key". Large boards are reported as the
@@ -54,6 +58,29 @@ redis.call('XADD', KEYS[n + 1], '*', 'r', ARGV[4])
 return 1
 """
 _EMPTY = "return 1"
+# The least a submit script keeping the product's guarantees sends, whatever its logic: the
+# floor's ZADD + ZCOUNT per set, plus proving the caller's rules current (one read, with the
+# idempotency record when a key is given), taking the board's next version (INCR), storing
+# the metadata and the idempotency record when the submission has them, and an outbox entry
+# that carries the event's own fields (player, score, region, metadata) beside the record.
+# No branching, parsing or string building: what is left of the gap to it is the script's own.
+_GUARANTEES = """
+local n = tonumber(ARGV[1])
+local got
+if ARGV[7] ~= '' then got = redis.call('MGET', KEYS[n + 2], KEYS[n + 5])
+else got = {redis.call('GET', KEYS[n + 2])} end
+if got[1] ~= ARGV[5] then return 0 end
+redis.call('INCR', KEYS[n + 3])
+for i = 1, n do
+  redis.call('ZADD', KEYS[i], ARGV[3], ARGV[2])
+  redis.call('ZCOUNT', KEYS[i], '(' .. ARGV[3], '+inf')
+end
+if ARGV[6] ~= '' then redis.call('HSET', KEYS[n + 4], ARGV[2], ARGV[6]) end
+if ARGV[7] ~= '' then redis.call('SET', KEYS[n + 5], ARGV[7] .. '\\n' .. ARGV[4], 'EX', 90000) end
+redis.call('XADD', KEYS[n + 1], '*', 'r', ARGV[4], 'p', ARGV[2], 's', ARGV[3], 'g', ARGV[8],
+  'm', ARGV[6])
+return 1
+"""
 
 
 @dataclass(frozen=True)
@@ -254,6 +281,30 @@ def _floor_commands(
     ]
 
 
+def _guarantee_commands(
+    sha: str,
+    shape: Shape,
+    board_id: str,
+    submissions: list[Submission],
+    records: list[str],
+    recorded: list[tuple[Any, ...]],
+) -> list[tuple[Any, ...]]:
+    keys = BoardKeys(board_id)
+    periods = current_periods(NOW)
+    regions: list[str | None] = [None, shape.region] if shape.region else [None]
+    sets = [keys.zset(periods[k].id, r) for r in regions for k in shape.periods]
+    commands = []
+    for s, rec, sent in zip(submissions, records, recorded, strict=True):
+        rules = sent[3 + int(sent[2])]  # ARGV[1] of the service's call: the cached cfg text
+        idem = keys.idempotency("bench", uuid.uuid4().hex)
+        meta = json.dumps(s.metadata, separators=(",", ":")) if s.metadata is not None else ""
+        fp = s.fingerprint() if shape.idempotency else ""
+        script_keys = [*sets, keys.outbox, keys.cfg, keys.seq, keys.meta, idem]
+        args = [len(sets), s.player_id, s.score, rec, rules, meta, fp, s.region or ""]
+        commands.append(("EVALSHA", sha, len(script_keys), *script_keys, *args))
+    return commands
+
+
 def _send(client: redis.Redis, batch: list[tuple[Any, ...]]) -> None:
     for start in range(0, len(batch), 500):
         pipe = client.pipeline(transaction=False)
@@ -264,6 +315,8 @@ def _send(client: redis.Redis, batch: list[tuple[Any, ...]]) -> None:
                 raise reply
             if isinstance(reply, list) and reply and reply[0] == "ERR":
                 raise RuntimeError(f"a replayed submission was refused: {reply}")
+            if reply == 0:  # the guarantees script did not find the rules it was sent
+                raise RuntimeError("a replayed call measured nothing")
 
 
 def _script_usec(client: redis.Redis, expected: int) -> float:
@@ -327,7 +380,7 @@ def measure(url: str, shape: Shape, players: int, settings: Settings) -> dict[st
     server.pop("db", None)  # a database in the URL would win over ours
     dbs: dict[str, _Recorder] = {
         name: _Recorder(connection_pool=redis.ConnectionPool(**server, db=n, decode_responses=True))
-        for n, name in enumerate(("record", "service", "floor", "baseline"))
+        for n, name in enumerate(("record", "service", "floor", "baseline", "guarantees"))
     }
     try:
         for client in dbs.values():
@@ -336,7 +389,7 @@ def measure(url: str, shape: Shape, players: int, settings: Settings) -> dict[st
         # Loaded once, then copied: the three measured boards are laid out in memory alike
         # (on large boards a freshly copied skiplist is measurably faster than a grown one).
         _load(dbs["record"], shape, _board(shape, board_id), players, settings.seed)
-        for target in (1, 2, 3):  # service, floor, baseline
+        for target in (1, 2, 3, 4):  # service, floor, baseline, guarantees
             _copy_db(dbs["record"], target)
         count = settings.warmup + settings.submissions
         submissions = list(_submissions(shape, players, count, settings.seed + 1))
@@ -345,6 +398,8 @@ def measure(url: str, shape: Shape, players: int, settings: Settings) -> dict[st
         floor_sha = dbs["floor"].script_load(_FLOOR)
         empty_sha = dbs["record"].script_load(_EMPTY)
         base_sha = dbs["baseline"].script_load(_BASELINE.read_text())
+        guarantees_sha = dbs["guarantees"].script_load(_GUARANTEES)
+        sent = [cmd for cmd, _ in recorded]
         per_round = _replay(
             {
                 "service": (dbs["service"], [cmd for cmd, _ in recorded]),
@@ -356,6 +411,12 @@ def measure(url: str, shape: Shape, players: int, settings: Settings) -> dict[st
                 "baseline": (
                     dbs["baseline"],
                     _baseline_commands(base_sha, shape, board_id, submissions),
+                ),
+                "guarantees": (
+                    dbs["guarantees"],
+                    _guarantee_commands(
+                        guarantees_sha, shape, board_id, submissions, records, sent
+                    ),
                 ),
             },
             settings.warmup,
@@ -372,6 +433,9 @@ def measure(url: str, shape: Shape, players: int, settings: Settings) -> dict[st
     base_ratio = statistics.median(
         x / f for x, f in zip(per_round["baseline"], per_round["floor"], strict=True)
     )
+    guarantees_ratio = statistics.median(
+        x / f for x, f in zip(per_round["guarantees"], per_round["floor"], strict=True)
+    )
     target = shape.target and players == 2_000
     return {
         "shape": shape.name,
@@ -385,6 +449,8 @@ def measure(url: str, shape: Shape, players: int, settings: Settings) -> dict[st
         "baseline_us": round(statistics.median(per_round["baseline"]), 2),
         "baseline_ratio": round(base_ratio, 2),
         "empty_call_us": round(statistics.median(per_round["empty"]), 2),
+        "guarantees_us": round(statistics.median(per_round["guarantees"]), 2),
+        "guarantees_ratio": round(guarantees_ratio, 2),
     }
 
 

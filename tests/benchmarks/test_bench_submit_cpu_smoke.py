@@ -1,8 +1,8 @@
 """The Redis-CPU-per-submission benchmark runs end to end on small boards, so it cannot rot (no
 timing asserted: timings belong to `make bench`). What it does assert: every recorded warm
-submission was one script call, every replayed call of the service, the floor, the empty call
-and the baseline was counted by Redis, and the replay changed the board exactly as the
-recording did."""
+submission was one script call, every replayed call of the service, the floor, the empty call,
+the baseline and the guarantees' floor was counted by Redis, and the replay changed the board
+exactly as the recording did."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def test_submit_cpu_benchmark_runs_end_to_end() -> None:
     assert [r["shape"] for r in rows] == [s.name for s in shapes]
     assert [r["sets"] for r in rows] == [1, 8, 1]
     for row in rows:
-        for column in ("service_us", "floor_us", "baseline_us", "empty_call_us"):
+        for column in ("service_us", "floor_us", "baseline_us", "empty_call_us", "guarantees_us"):
             assert row[column] > 0, row
-        assert row["ratio"] > 0 and row["baseline_ratio"] > 0, row
+        assert row["ratio"] > 0 and row["baseline_ratio"] > 0 and row["guarantees_ratio"] > 0, row
     assert [r["target"] for r in rows] == ["", "", ""]  # targets are stated at 2,000 players
