@@ -11,8 +11,11 @@ submissions, from the rules in docs/API.md:
   orders equal scores by the version that reached them;
 - periods: `all-time`, and the current `YYYY-MM-DD`, `YYYY-Www` (ISO week) and `YYYY-MM` of
   the moment the event occurred, in UTC;
-- sharded boards (`shards: K`): each shard is laid out like a board under the tag
-  `{board.s}`, s = 0..K-1; the board is the union of its shards, ordered as one sorted set
+- sharded boards (`shards: K`): each shard s = 0..K-1 is laid out like a board under the
+  first of the tags `board.s`, `board.s.1`, `board.s.2`, ... whose cluster slot (CRC16 of the
+  tag mod 16384) lies within the middle quarter of the s-th of K equal slot ranges
+  ([s + 3/8, s + 5/8) x 16384 / K, floored and ceiled); the board is the union of its shards,
+  ordered as one sorted set
   would be (score, then member); `ties: first` orders equal scores by the event's `arrival`
   (a shard's versions are its own), and a write's response has no rank.
 
@@ -22,7 +25,9 @@ log can be tied to the submission it came from, acknowledged or not.
 
 from __future__ import annotations
 
+import binascii
 import json
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -53,7 +58,18 @@ class Board:
         """The hash tags its serving keys live under: the board's, or each shard's."""
         if self.shards <= 1:
             return [self.board_id]
-        return [f"{self.board_id}.{s}" for s in range(self.shards)]
+        return [_shard_tag(self.board_id, s, self.shards) for s in range(self.shards)]
+
+
+def _shard_tag(board_id: str, shard: int, shards: int) -> str:
+    """The documented tag of a shard, worked out here from the rule in docs/architecture.md."""
+    low = math.floor((shard + 3 / 8) * 16384 / shards)
+    high = math.ceil((shard + 5 / 8) * 16384 / shards)
+    tag, salt = f"{board_id}.{shard}", 0
+    while not low <= binascii.crc_hqx(tag.encode(), 0) % 16384 < high:
+        salt += 1
+        tag = f"{board_id}.{shard}.{salt}"
+    return tag
 
 
 @dataclass

@@ -14,16 +14,14 @@ def assert_redis_equals_postgres(client: Any, database_url: str, board_id: str) 
     """Every sorted set of the board holds exactly the present standings of PostgreSQL, in the
     board's order (ties included), and metadata matches for every player on the board.
     Returns how many sorted sets were compared."""
-    from leaderboard.domain.shards import order_key, shard_board_id
+    from leaderboard.domain.shards import order_key, shard_board_ids
 
     prefix = f"lb:{{{board_id}}}:"
     raw = client.get(prefix + "cfg")
     shards = int(json.loads(raw).get("shards", 1)) if raw else 1
     # a sharded board's entries are in its shards' keys
     spaces = (
-        [prefix]
-        if shards <= 1
-        else [f"lb:{{{shard_board_id(board_id, s)}}}:" for s in range(shards)]
+        [prefix] if shards <= 1 else [f"lb:{{{tag}}}:" for tag in shard_board_ids(board_id, shards)]
     )
     with psycopg.connect(database_url) as conn:
         row = conn.execute(

@@ -3,19 +3,25 @@ entries (no server: what a shard's script returns is computed here the way it co
 
 from __future__ import annotations
 
+import math
 import random
+import string
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from redis.crc import key_slot as redis_key_slot
 
 from leaderboard.domain.shards import (
+    CLUSTER_SLOTS,
     Run,
     arrival_prefix,
     covers,
+    key_slot,
     merge_runs,
     order_key,
     run_bounds,
+    shard_board_ids,
     shard_of,
 )
 
@@ -109,3 +115,50 @@ def test_arrival_prefixes_order_earlier_first_in_the_sets_own_order():
     assert arrival_prefix(early, 0, False) < arrival_prefix(late, 0, False)
     assert arrival_prefix(early, 1, False) < arrival_prefix(early, 2, False)
     assert len(arrival_prefix(early, 999, True)) == 19
+
+
+def _node_group_counts(board_id: str, shards: int, groups: int) -> list[int]:
+    """Shards per node group, the slots split into equal contiguous ranges (a new cluster's
+    split, and the local cluster's)."""
+    bounds = [math.floor((g + 1) * CLUSTER_SLOTS / groups) for g in range(groups)]
+    counts = [0] * groups
+    for tag in shard_board_ids(board_id, shards):
+        counts[next(g for g, end in enumerate(bounds) if key_slot(tag) < end)] += 1
+    return counts
+
+
+def test_a_boards_shards_spread_over_evenly_split_node_groups_as_evenly_as_counts_allow():
+    # Plain `{board.s}` tags did not: CRC16 is linear, so on 8 node groups the 8 shards of
+    # every board used only 4 of them, and on 2 node groups 2 shards always shared one.
+    rng = random.Random(22)
+    ids = [
+        "".join(rng.choices(string.ascii_lowercase + "-_:", k=rng.randint(1, 40)))
+        for _ in range(60)
+    ]
+    for groups in (2, 3, 4, 8, 16, 80):
+        for shards in (2, 3, 4, 5, 7, 8, 16, 80, 256):
+            for board_id in ids[:8] if shards >= 80 else ids:
+                counts = _node_group_counts(board_id, shards, groups)
+                assert max(counts) == math.ceil(shards / groups), (board_id, shards, counts)
+
+
+def test_shard_tags_hash_as_redis_cluster_does_and_never_change():
+    # The slot function is Redis Cluster's, on the key's hash tag.
+    for tag in ("launch.0", "arena.2.1", "ü-board.7.13"):
+        assert key_slot(tag) == redis_key_slot(f"lb:{{{tag}}}:cfg".encode())
+    # Pinned: a board's keys must be found where earlier releases wrote them.
+    assert shard_board_ids("launch", 8) == [
+        "launch.0.71",
+        "launch.1.29",
+        "launch.2.10",
+        "launch.3.48",
+        "launch.4",
+        "launch.5.49",
+        "launch.6.70",
+        "launch.7.28",
+    ]
+    assert shard_board_ids("arena", 3) == ["arena.0.4", "arena.1.2", "arena.2.1"]
+    # Every tag of a board is its own, and names the board and the shard first.
+    tags = shard_board_ids("b", 256)
+    assert len(set(tags)) == 256
+    assert all(tag.split(".")[:2] == ["b", str(s)] for s, tag in enumerate(tags))

@@ -15,6 +15,7 @@ from devstack.consistency import assert_redis_equals_postgres
 from devstack.servers import EmbeddedValkey
 from leaderboard.domain.auth import Caller
 from leaderboard.domain.errors import Unavailable
+from leaderboard.domain.shards import shard_board_ids
 from leaderboard.services.boards import BoardAdminService
 from leaderboard.services.reads import ReadService
 from leaderboard.services.rebuild import VERSION_GAP, Rebuilder
@@ -240,7 +241,7 @@ def test_a_sharded_board_lost_from_redis_is_rebuilt_shard_by_shard(
     assert report.entries == 2 * sum(before[("top", region)]["total"] for region in (None, "EU"))
     assert snapshot() == before
     assert assert_redis_equals_postgres(index.client, database_url, board_id) == 4
-    assert index.key_spaces(board_id) == [f"{board_id}.{s}" for s in range(4)]
+    assert index.key_spaces(board_id) == shard_board_ids(board_id, 4)
     for space in index.key_spaces(board_id):
         assert int(index.client.get(f"lb:{{{space}}}:seq")) >= VERSION_GAP
 
@@ -253,7 +254,7 @@ def test_a_sharded_board_that_lost_only_some_shards_is_lost_until_rebuilt(
     some shards and leaves the board's rules. Writes to those shards are refused (503), never
     applied on top of nothing; the board counts as lost, so the maintenance rebuilds it (and so
     does a PUT of its rules), and then it equals the record again."""
-    from leaderboard.domain.shards import shard_of
+    from leaderboard.domain.shards import shard_board_id, shard_of
 
     db = Database(database_url)
     admin = BoardAdminService(db, index, clock)
@@ -270,7 +271,8 @@ def test_a_sharded_board_that_lost_only_some_shards_is_lost_until_rebuilt(
     assert board_id not in rebuilder.lost_boards()
 
     def lose_the_shard_of(player: str) -> None:
-        keys = index.client.keys(f"lb:{{{board_id}.{shard_of(player, 4)}}}:*")
+        keys = index.client.keys(f"lb:{{{shard_board_id(board_id, shard_of(player, 4), 4)}}}:*")
+        assert keys
         index.client.delete(*keys)
         assert index.board_loaded(board_id)  # the board's own rules are on another node
 

@@ -2,9 +2,10 @@
 
 A board with `shards: K > 1` keeps each player on one shard, chosen by a hash of the player id,
 so every write stays one script on one node. A shard is laid out exactly like an unsharded
-board under its own hash tag (`{board.s}`: a dot never appears in a board id), so Redis Cluster
-can place the K shards on different nodes. Reads merge the shards: a player's rank is one plus
-the members every shard holds before it, a page is cut from the shards' runs around it.
+board under its own hash tag (`{board.s}`, salted to a slot of its own range: see
+`shard_board_id`), so Redis Cluster places the K shards on different nodes. Reads merge the
+shards: a player's rank is one plus the members every shard holds before it, a page is cut
+from the shards' runs around it.
 
 This module is the arithmetic of that merge, with no store in it: which shard holds a player,
 and how runs of consecutive entries fetched from each shard combine into exact global
@@ -13,6 +14,8 @@ positions and ranks.
 
 from __future__ import annotations
 
+import binascii
+import functools
 import math
 import zlib
 from collections.abc import Callable, Sequence
@@ -35,9 +38,37 @@ def shard_of(player_id: str, shards: int) -> int:
     return zlib.crc32(player_id.encode()) % shards
 
 
-def shard_board_id(board_id: str, shard: int) -> str:
-    """The id whose keys (`lb:{board.s}:...`) hold one shard of a sharded board."""
-    return f"{board_id}.{shard}"
+CLUSTER_SLOTS = 16384
+
+
+def key_slot(tag: str) -> int:
+    """The Redis Cluster slot of keys with this hash tag (CRC16/XMODEM of the tag, mod 16384)."""
+    return binascii.crc_hqx(tag.encode(), 0) % CLUSTER_SLOTS
+
+
+@functools.lru_cache(maxsize=8192)
+def shard_board_id(board_id: str, shard: int, shards: int) -> str:
+    """The id whose keys (`lb:{tag}:...`) hold shard `shard` of a board of `shards` shards.
+
+    Tags differing in one character land on slots that CRC16's linearity keeps together: on a
+    cluster whose slots are split evenly, `{board.0}` ... `{board.7}` used only half of 8 node
+    groups. So shard s takes the first tag of `board.s`, `board.s.1`, `board.s.2`, ... whose
+    slot lies in the middle quarter of the s-th of `shards` equal slot ranges: the shards of
+    every board then spread over evenly split node groups as evenly as their counts allow
+    (docs/architecture.md, "Sharded boards"). A dot never appears in a board id."""
+    width = CLUSTER_SLOTS / shards
+    low = math.floor((shard + 0.375) * width)
+    high = math.ceil((shard + 0.625) * width)
+    tag, salt = f"{board_id}.{shard}", 0
+    while not low <= key_slot(tag) < high:
+        salt += 1
+        tag = f"{board_id}.{shard}.{salt}"
+    return tag
+
+
+def shard_board_ids(board_id: str, shards: int) -> list[str]:
+    """Every shard's id, shard 0 first."""
+    return [shard_board_id(board_id, s, shards) for s in range(shards)]
 
 
 def arrival_number(stamp_us: int, position: int) -> int:

@@ -60,7 +60,7 @@ class Rebuilder:
         if not self.index.board_loaded(board.board_id):
             return True
         return any(
-            not self.index.board_loaded(shard_board_id(board.board_id, shard))
+            not self.index.board_loaded(shard_board_id(board.board_id, shard, board.shards))
             for shard in range(board.shards if board.shards > 1 else 0)
         )
 

@@ -93,7 +93,7 @@ def _round_one(client: RedisLike, states: list[_Board], scan_limit: int, max_cha
     for state in states:
         board = state.board
         for shard in range(board.shards):
-            name = shard_board_id(board.board_id, shard)
+            name = shard_board_id(board.board_id, shard, board.shards)
             keys = BoardKeys(name)
             script_keys = [keys.cfg, keys.outbox, live_state_key(name), keys.seq, keys.meta]
             args: list[Any] = [scan_limit, max_changed, len(board.channels)]
@@ -151,7 +151,7 @@ def _round_two(client: RedisLike, states: list[_Board], max_changed: int) -> Non
             channel = board.channels[ch]
             present = [(m, s) for _, m, s, _ in changed.players if m]
             for shard in range(board.shards):
-                keys = BoardKeys(shard_board_id(board.board_id, shard))
+                keys = BoardKeys(shard_board_id(board.board_id, shard, board.shards))
                 zset = keys.zset(channel.period_id, channel.region)
                 base = [keys.cfg, keys.meta, keys.archived, zset]
                 calls.append(

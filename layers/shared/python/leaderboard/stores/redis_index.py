@@ -46,6 +46,7 @@ from leaderboard.domain.periods import Period
 from leaderboard.domain.shards import (
     arrival_number,
     shard_board_id,
+    shard_board_ids,
     shard_of,
     stamp_prefix,
 )
@@ -461,7 +462,9 @@ class RedisIndex:
         sharded = rules is not None and rules.shards > 1
         if sharded:
             assert rules is not None
-            board_id = shard_board_id(board_id, shard_of(submission.player_id, rules.shards))
+            board_id = shard_board_id(
+                board_id, shard_of(submission.player_id, rules.shards), rules.shards
+            )
         keys = BoardKeys(board_id)
         script_keys = [
             keys.cfg,
@@ -544,14 +547,14 @@ class RedisIndex:
         shards = self.shards_of(board_id)
         if shards <= 1:
             return [board_id]
-        return [shard_board_id(board_id, s) for s in range(shards)]
+        return shard_board_ids(board_id, shards)
 
     @guarded
     def delete_player(self, board_id: str, player_id: str) -> tuple[int, int]:
         """Remove a player everywhere on the board; returns (entries removed, version)."""
         shards = self.shards_of(board_id)
         if shards > 1:
-            board_id = shard_board_id(board_id, shard_of(player_id, shards))
+            board_id = shard_board_id(board_id, shard_of(player_id, shards), shards)
         keys = BoardKeys(board_id)
         removed, version = self._delete_player(
             keys=[keys.registry, keys.meta, keys.refs, keys.seq], args=[player_id, keys.prefix]
@@ -571,12 +574,12 @@ class RedisIndex:
             old = int(json.loads(before).get("shards", 1)) if before else 1
             for shard in range(board.shards if board.shards > 1 else 0):
                 self._put_config(
-                    keys=[BoardKeys(shard_board_id(board.board_id, shard)).cfg],
+                    keys=[BoardKeys(shard_board_id(board.board_id, shard, board.shards)).cfg],
                     args=[text, board.version],
                 )
             gone = range(board.shards if board.shards > 1 else 0, old if old > 1 else 0)
             for shard in gone:
-                self.client.delete(BoardKeys(shard_board_id(board.board_id, shard)).cfg)
+                self.client.delete(BoardKeys(shard_board_id(board.board_id, shard, old)).cfg)
             self._rules.pop(board.board_id, None)
             public = board.to_public() | {"version": board.version}
             self.client.hset(CATALOG_KEY, board.board_id, json.dumps(public))
@@ -616,7 +619,7 @@ class RedisIndex:
         every shard's."""
         names = [board_id]
         if shards > 1:
-            names += [shard_board_id(board_id, s) for s in range(shards)]
+            names += shard_board_ids(board_id, shards)
         cleared = 0
         for name in names:
             keys = BoardKeys(name)
@@ -647,7 +650,7 @@ class RedisIndex:
                 by_shard.setdefault(shard_of(row[0], board.shards), []).append(row)
             pipe = self.client.pipeline(transaction=False)
             for shard, part in by_shard.items():
-                keys = BoardKeys(shard_board_id(board.board_id, shard))
+                keys = BoardKeys(shard_board_id(board.board_id, shard, board.shards))
                 if first:
                     members = {p: stamp_prefix(reached, desc) + p for p, _, reached in part}
                     pipe.zadd(keys.zset(period_id, region), {members[p]: sc for p, sc, _ in part})
@@ -681,7 +684,11 @@ class RedisIndex:
     ) -> None:
         pipe = self.client.pipeline(transaction=False)
         for player, count in refs.items():
-            name = board_id if shards <= 1 else shard_board_id(board_id, shard_of(player, shards))
+            name = (
+                board_id
+                if shards <= 1
+                else shard_board_id(board_id, shard_of(player, shards), shards)
+            )
             keys = BoardKeys(name)
             pipe.hset(keys.refs, player, count)
             if player in metadata:
@@ -706,7 +713,7 @@ class RedisIndex:
                 rules = json.loads(reply[0]) if reply[0] else None
                 shards = int((rules or {}).get("shards", 1))
                 if shards > 1:  # its rules here, its entries in its shards
-                    names += [shard_board_id(board_id, s) for s in range(shards)]
+                    names += shard_board_ids(board_id, shards)
                     continue
             count = int(reply[1])
             for i in range(count):
@@ -748,7 +755,7 @@ class RedisIndex:
     @guarded
     def set_sequence(self, board_id: str, value: int, shards: int = 1) -> None:
         """Restart the version counter (every shard's, of a sharded board) at `value`."""
-        names = [board_id] if shards <= 1 else [shard_board_id(board_id, s) for s in range(shards)]
+        names = [board_id] if shards <= 1 else shard_board_ids(board_id, shards)
         for name in names:
             self.client.set(BoardKeys(name).seq, value)
 

@@ -32,6 +32,7 @@ from leaderboard.domain.shards import (
     order_key,
     run_bounds,
     shard_board_id,
+    shard_board_ids,
     shard_of,
     strip_member,
 )
@@ -95,7 +96,7 @@ class ShardedIndex:
         )
 
     def _shards(self, board_id: str, rules: WriteRules) -> list[str]:
-        return [shard_board_id(board_id, s) for s in range(rules.shards)]
+        return shard_board_ids(board_id, rules.shards)
 
     @staticmethod
     def _check_scope(board_id: str, rules: WriteRules, period: Period, region: str | None) -> None:
@@ -139,7 +140,7 @@ class ShardedIndex:
         pipe = self.client.pipeline(transaction=False)
         order = []
         for shard, players in by_shard.items():
-            pipe.hmget(BoardKeys(shard_board_id(board_id, shard)).meta, players)
+            pipe.hmget(BoardKeys(shard_board_id(board_id, shard, rules.shards)).meta, players)
             order.append(players)
         self.rounds += 1
         found: dict[str, str] = {}
@@ -230,7 +231,7 @@ class ShardedIndex:
     ) -> tuple[str, list[tuple[str, float] | None], list[bool]]:
         """Round 1: a player's (member, score) on each of `sets` (period id, region), from its
         own shard, with its metadata and whether each missing set was archived."""
-        shard = shard_board_id(board_id, shard_of(player_id, rules.shards))
+        shard = shard_board_id(board_id, shard_of(player_id, rules.shards), rules.shards)
         keys, args = self._head(rules, shard, "find")
         shard_keys = BoardKeys(shard)
         for period_id, region in sets:
@@ -355,7 +356,7 @@ class ShardedIndex:
                 by_shard[shard_of(player, rules.shards)].append(player)
             calls, asked = [], []
             for shard, players in by_shard.items():
-                name = shard_board_id(board_id, shard)
+                name = shard_board_id(board_id, shard, rules.shards)
                 keys, args = self._head(rules, name, "findmany")
                 keys.append(BoardKeys(name).zset(period.id, region))
                 if rules.first:
