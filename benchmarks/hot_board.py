@@ -1,11 +1,13 @@
 """One hot board on a local Redis Cluster, against its number of shards (issue 22).
 
 For K = 1, 2, 4, 8 shards, on a cluster of embedded Valkey masters started here:
-  * writes: a board of `players` is loaded, then `submissions` are sent through the service's
-    own store (`RedisIndex.submit_many`, batches of 500, from `clients` threads). Reported:
-    submissions/s for the whole run, and Redis CPU per submission from `INFO commandstats`
-    (the submit script's usec per call, summed over every node): what one shard pays for one
-    submission, which must not grow with K (target: within 1.2x of K = 1).
+  * writes: a board of `players` per K is loaded, then `submissions` are sent to each through
+    the service's own store (`RedisIndex.submit_many`, batches of 500, from `clients`
+    threads), in `rounds` interleaved rounds (each K's chunk right after the others', so the
+    machine's noise hits every K alike). Reported, as medians over the rounds: submissions/s,
+    and Redis CPU per submission from `INFO commandstats` (the submit script's usec per call,
+    summed over every node): what one shard pays for one submission, which must not grow with
+    K (target: within 1.2x of K = 1, the ratio taken per round).
   * reads: top 10, one player, around a player (10), and a page at offset 10,000 (10), each
     `reads` times through `RedisIndex`: wall-clock latency p50 at the client and Redis CPU per
     read (every script and command of the read, summed over every node).
@@ -45,6 +47,7 @@ class Settings:
     clients: int = 4
     reads: int = 200
     masters: int = 3
+    rounds: int = 5
     page_offset: int = 10_000
 
 
@@ -93,55 +96,87 @@ def _load(index: RedisIndex, board_id: str, players: int) -> None:
         index.submit_many(board_id, writes, now_ms=now_ms, periods=periods)
 
 
-def _write_row(url: str, shards: int, settings: Settings) -> dict[str, Any]:
-    client = connect(url, cluster=True, timeout=10)
-    index = RedisIndex(client)
-    board_id = f"hot-{shards}-{uuid.uuid4().hex[:6]}"
-    index.publish_board(_board(board_id, shards))
-    _load(index, board_id, settings.players)
-    periods = current_periods(NOW)
-    now_ms = to_ms(NOW)
-    per_client = settings.submissions // settings.clients
-    # Each client has the board's rules before the clock starts, as a warm function has:
-    # the measured calls are all submissions, none a first call answered STALE.
-    indexes = [RedisIndex(connect(url, cluster=True, timeout=10)) for _ in range(settings.clients)]
+def _clients(url: str, board_id: str, count: int) -> list[RedisIndex]:
+    """Each client has the board's rules before the clock starts, as a warm function has: the
+    measured calls are all submissions, none a first call answered STALE."""
+    indexes = [RedisIndex(connect(url, cluster=True, timeout=10)) for _ in range(count)]
     for own in indexes:
         own.write_rules(board_id)
-    _reset(client)
+    return indexes
+
+
+def _send_round(
+    indexes: list[RedisIndex], board_id: str, settings: Settings, first: int, count: int
+) -> float:
+    """`count` submissions from every client at once (batches of 500); seconds taken."""
+    periods = current_periods(NOW)
+    now_ms = to_ms(NOW)
 
     def work(n: int) -> None:
-        own = indexes[n]
-        for start in range(0, per_client, 500):
+        for start in range(first, first + count, 500):
             writes = [
                 BatchWrite(
                     Submission(f"p{(n * 7 + i) % settings.players:07d}", i * 3 + n, None, None),
                     new_event_id(now_ms),
                     None,
                 )
-                for i in range(start, min(per_client, start + 500))
+                for i in range(start, min(first + count, start + 500))
             ]
-            own.submit_many(board_id, writes, now_ms=now_ms, periods=periods)
-        own.client.close()
+            indexes[n].submit_many(board_id, writes, now_ms=now_ms, periods=periods)
 
-    threads = [threading.Thread(target=work, args=(n,)) for n in range(settings.clients)]
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(len(indexes))]
     started = time.perf_counter()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    seconds = time.perf_counter() - started
-    calls, usec = _script_usec(client)
-    row: dict[str, Any] = {
-        "shards": shards,
-        "players": settings.players,
-        "submissions": per_client * settings.clients,
-        "submissions_per_s": round(per_client * settings.clients / seconds),
-        "cpu_us_per_submission": round(usec / calls, 2) if calls else None,
-        "script_calls": int(calls),
-    }
-    row["reads"] = _reads(index, client, board_id, settings)
+    return time.perf_counter() - started
+
+
+def _write_rows(url: str, settings: Settings) -> list[dict[str, Any]]:
+    """A board per K, loaded alike; then the submissions in interleaved rounds (each K's chunk
+    right after the others', so the machine's noise hits every K alike; ratios per round)."""
+    client = connect(url, cluster=True, timeout=10)
+    index = RedisIndex(client)
+    boards: dict[int, str] = {}
+    for shards in settings.shards:
+        boards[shards] = f"hot-{shards}-{uuid.uuid4().hex[:6]}"
+        index.publish_board(_board(boards[shards], shards))
+        _load(index, boards[shards], settings.players)
+    clients = {k: _clients(url, board, settings.clients) for k, board in boards.items()}
+    per_client = settings.submissions // settings.clients // settings.rounds
+    cpu: dict[int, list[float]] = {k: [] for k in boards}
+    rate: dict[int, list[float]] = {k: [] for k in boards}
+    calls_total = dict.fromkeys(boards, 0)
+    for r in range(settings.rounds):
+        for shards, board_id in boards.items():
+            _reset(client)
+            seconds = _send_round(clients[shards], board_id, settings, r * per_client, per_client)
+            calls, usec = _script_usec(client)
+            cpu[shards].append(usec / calls)
+            rate[shards].append(per_client * settings.clients / seconds)
+            calls_total[shards] += int(calls)
+    base = settings.shards[0]
+    rows = []
+    for shards, board_id in boards.items():
+        ratio = statistics.median(x / b for x, b in zip(cpu[shards], cpu[base], strict=True))
+        rows.append(
+            {
+                "shards": shards,
+                "players": settings.players,
+                "submissions": per_client * settings.clients * settings.rounds,
+                "submissions_per_s": round(statistics.median(rate[shards])),
+                "cpu_us_per_submission": round(statistics.median(cpu[shards]), 2),
+                "cpu_ratio_to_k1": round(ratio, 2),
+                "cpu_constant": ratio <= TARGET_CPU_RATIO,
+                "script_calls": calls_total[shards],
+                "reads": _reads(index, client, board_id, settings),
+            }
+        )
+    for own in (c for group in clients.values() for c in group):
+        own.client.close()
     client.close()
-    return row
+    return rows
 
 
 def _reads(index: RedisIndex, client: Any, board_id: str, settings: Settings) -> list[dict]:
@@ -181,13 +216,8 @@ def run(settings: Settings = Settings()) -> dict[str, Any]:
     from devstack.servers import EmbeddedValkeyCluster
 
     with EmbeddedValkeyCluster(masters=settings.masters) as cluster:
-        rows = [_write_row(cluster.url, shards, settings) for shards in settings.shards]
-    base = rows[0]["cpu_us_per_submission"]
-    for row in rows:
-        ratio = row["cpu_us_per_submission"] / base if base else None
-        row["cpu_ratio_to_k1"] = round(ratio, 2) if ratio else None
-        row["cpu_constant"] = ratio is not None and ratio <= TARGET_CPU_RATIO
-    return {"masters": settings.masters, "rows": rows}
+        rows = _write_rows(cluster.url, settings)
+    return {"masters": settings.masters, "rounds": settings.rounds, "rows": rows}
 
 
 def tables(result: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
