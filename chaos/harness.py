@@ -186,6 +186,9 @@ class Harness:
         env = {
             "REDIS_URL": self.redis_url,
             "REDIS_CLUSTER": "true" if self.redis_cluster else "false",
+            # On the cluster (a replica per master) a write is acknowledged once a replica
+            # has it, as the template's cluster mode has it: the failover must lose nothing.
+            "REDIS_REPLICA_ACKS": "1" if self.redis_cluster else "0",
             "DATABASE_URL": self.database_url,
             "SQS_ENDPOINT_URL": self.sqs.endpoint_url,
             "LOCAL_SCHEDULE_SCALE": SCHEDULE_SCALE,

@@ -153,6 +153,11 @@ class LocalStack:
         from leaderboard.settings import env_flag
 
         cluster = env_flag("REDIS_CLUSTER")
+        # The local cluster has a replica per master: a write is acknowledged once one has it
+        # (as the template's cluster mode does). A given Redis: as REDIS_REPLICA_ACKS says.
+        replica_acks = os.environ.get("REDIS_REPLICA_ACKS") or (
+            "1" if cluster and not redis_url else "0"
+        )
         if not redis_url and cluster:
             # Nothing of it is kept on disk: the boards are rebuilt from PostgreSQL below.
             nodes = EmbeddedValkeyCluster(masters=3, replicas=1)
@@ -217,6 +222,7 @@ class LocalStack:
         self.env = {
             "REDIS_URL": redis_url,
             "REDIS_CLUSTER": "true" if cluster else "false",
+            "REDIS_REPLICA_ACKS": replica_acks,
             "DATABASE_URL": database_url,
             "SCORE_QUEUE_URL": queue_url,
             "SQS_ENDPOINT_URL": endpoint,

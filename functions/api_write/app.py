@@ -39,6 +39,8 @@ scores = ScoreService(
     RedisIndex(
         connect(redis_settings.url, cluster=redis_settings.cluster),
         idempotency_ttl_seconds=redis_settings.idempotency_ttl_seconds,
+        replica_acks=redis_settings.replica_acks,
+        replica_ack_timeout_ms=redis_settings.replica_ack_timeout_ms,
     ),
     SqsScoreQueue(make_sqs_client(queue_settings.endpoint_url), queue_settings.queue_url),
     in_record=board_in_record,

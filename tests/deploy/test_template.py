@@ -371,6 +371,26 @@ def test_every_function_gets_the_configuration_endpoint_and_cluster_mode():
         assert resolve(env["REDIS_CLUSTER"]) == "true", name
 
 
+def test_a_submission_waits_for_a_replica_on_the_node_based_cluster_only():
+    # The node-based cluster replicates asynchronously: a write is acknowledged once one
+    # replica has it. Serverless asks none; an existing Redis as RedisReplicaAcks says.
+    acks = PARAMETERS["RedisReplicaAcks"]
+    assert (acks["Type"], acks["Default"], acks["MinValue"]) == ("Number", 0, 0)
+    cases = [
+        ({"RedisMode": "cluster"}, "1"),
+        ({}, "0"),
+        (
+            {"ExistingRedisUrl": "rediss://cache:6379", "RedisReplicaAcks": 2},
+            {"Ref": "RedisReplicaAcks"},
+        ),
+    ]
+    for given, expected in cases:
+        _, resolve = _deployed(**given)
+        for name, spec in TEMPLATE.functions.items():
+            assert resolve(spec.environment["REDIS_REPLICA_ACKS"]) == expected, (given, name)
+    assert PARAMETERS["RedisReplicasPerNodeGroup"]["MinValue"] >= 1  # so "1" can be met
+
+
 def test_the_functions_read_that_url_as_a_tls_cluster(monkeypatch):
     url = "rediss://clustercfg.leaderboard-dev-cluster.abc123.use1.cache.amazonaws.com:6379"
     monkeypatch.setenv("REDIS_URL", url)

@@ -56,6 +56,9 @@ class RedisSettings:
     url: str
     cluster: bool
     idempotency_ttl_seconds: int
+    # Replicas that must confirm a submission before it is acknowledged (0: none asked).
+    replica_acks: int = 0
+    replica_ack_timeout_ms: int = 100
 
     @classmethod
     def from_env(cls) -> RedisSettings:
@@ -65,6 +68,8 @@ class RedisSettings:
             ),
             cluster=env_flag("REDIS_CLUSTER"),
             idempotency_ttl_seconds=_int("IDEMPOTENCY_TTL_SECONDS", 90_000, 86_400, 2_592_000),
+            replica_acks=_int("REDIS_REPLICA_ACKS", 0, 0, 5),
+            replica_ack_timeout_ms=_int("REDIS_REPLICA_ACK_TIMEOUT_MS", 100, 1, 5_000),
         )
 
 

@@ -71,6 +71,10 @@ class ScoreService:
                     retry_after=15,
                 ) from None
             raise
+        if not result.replicated:
+            # Not on a replica yet: a failover now would lose it, so it is neither acknowledged
+            # nor queued; if it survives, the board's outbox brings it to the record.
+            raise _not_replicated()
         event = build_event(board_id, submission, result)
         # A replay sends the event again: the first send may be what failed, and the
         # persister ignores an event id it has already stored.
@@ -120,8 +124,12 @@ class ScoreService:
             raise
         applied: list[tuple[int, Submission, SubmitResult]] = []
         for position, write, outcome in zip(positions, writes, outcomes, strict=True):
-            if isinstance(outcome, SubmitResult):
+            if isinstance(outcome, SubmitResult) and outcome.replicated:
                 applied.append((position, write.submission, outcome))
+            elif isinstance(
+                outcome, SubmitResult
+            ):  # as a single submission: neither sent nor acked
+                results[position] = _item_error(_not_replicated())
             else:
                 results[position] = _item_error(outcome)
         # Replays are sent again, as single submissions are: the first send may have failed.
@@ -170,6 +178,14 @@ def _queue_down() -> Unavailable:
     return Unavailable(
         "the score queue is unavailable; this submission was applied: retry it with the same "
         "idempotency_key to get its result",
+        retry_after=1,
+    )
+
+
+def _not_replicated() -> Unavailable:
+    return Unavailable(
+        "this submission was applied but no replica has confirmed it yet; retry it with the "
+        "same idempotency key to get its result",
         retry_after=1,
     )
 

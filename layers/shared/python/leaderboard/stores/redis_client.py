@@ -40,3 +40,20 @@ def queue_script(pipe: Any, client: RedisLike, sha: str, keys: list[str], args: 
         pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args, target_nodes=node)
     else:
         pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
+
+
+def queue_wait(pipe: Any, client: RedisLike, key: str, replicas: int, timeout_ms: int) -> None:
+    """Queue a WAIT on the node that holds `key`, after the writes queued there: it answers how
+    many replicas have every write this connection made so far."""
+    if isinstance(client, RedisCluster):
+        node = client.get_node_from_key(key)
+        pipe.execute_command("WAIT", replicas, timeout_ms, target_nodes=node)
+    else:
+        pipe.execute_command("WAIT", replicas, timeout_ms)
+
+
+def node_name(client: RedisLike, key: str) -> str:
+    """The node that holds `key` ('' off a cluster: one node holds everything)."""
+    if isinstance(client, RedisCluster):
+        return str(client.get_node_from_key(key).name)
+    return ""

@@ -21,11 +21,12 @@ import hashlib
 import json
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import wraps
 from importlib import resources
 from typing import Any, ParamSpec, TypeVar
 
+from redis.cluster import RedisCluster
 from redis.exceptions import BusyLoadingError, ClusterDownError, NoScriptError, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -52,7 +53,7 @@ from leaderboard.domain.shards import (
 )
 from leaderboard.domain.submissions import Submission
 from leaderboard.domain.validation import format_score
-from leaderboard.stores.redis_client import RedisLike, queue_script
+from leaderboard.stores.redis_client import RedisLike, node_name, queue_script, queue_wait
 
 CATALOG_KEY = "lb:boards"
 _UNREACHABLE = (
@@ -164,6 +165,9 @@ class SubmitResult:
     evictions: tuple[Eviction, ...]
     replayed: bool
     arrival: int | None = None  # sharded ties=first boards: what orders the player's ties
+    # False when replicas were asked to confirm the write (RedisIndex.replica_acks) and too few
+    # did in time: a failover now could lose it, so it must not be acknowledged or queued.
+    replicated: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,9 +332,22 @@ _RULES_CACHE_SIZE = 4096
 class RedisIndex:
     """All Redis access of the service; each public call is one round trip once warm."""
 
-    def __init__(self, client: RedisLike, *, idempotency_ttl_seconds: int = 90_000) -> None:
+    def __init__(
+        self,
+        client: RedisLike,
+        *,
+        idempotency_ttl_seconds: int = 90_000,
+        replica_acks: int = 0,
+        replica_ack_timeout_ms: int = 100,
+    ) -> None:
+        """`replica_acks` > 0: every submission waits (WAIT, in the same round trip) until that
+        many replicas have it, at most `replica_ack_timeout_ms`; one they did not confirm comes
+        back `replicated=False`. Replication is asynchronous: without this, a master that
+        acknowledged a write and died before its replica had it loses the write on failover."""
         self.client = client
         self.idempotency_ttl = idempotency_ttl_seconds
+        self.replica_acks = replica_acks
+        self.replica_ack_timeout_ms = replica_ack_timeout_ms
         self._submit = client.register_script(_script("submit"))
         self._read = client.register_script(_script("read"))
         self._put_config = client.register_script(_script("put_config"))
@@ -371,16 +388,55 @@ class RedisIndex:
                 idempotency=idempotency,
                 arrival=(arrival, 0),
             )
-            reply = self._submit(keys=keys, args=args)
+            replicated = True
+            if self.replica_acks:
+                reply, replicated = self._submit_and_wait(keys, args)
+            else:
+                reply = self._submit(keys=keys, args=args)
             status = reply[0]
-            if status == "OK":
-                return _parse_record(reply[1], replayed=False)
-            if status == "REPLAY":
-                return _parse_record(reply[1], replayed=True)
+            if status in ("OK", "REPLAY"):
+                result = _parse_record(reply[1], replayed=status == "REPLAY")
+                return result if replicated else replace(result, replicated=False)
             if status != "STALE":
                 raise _submit_error(board_id, submission, reply[1:])
             self._remember_rules(board_id, WriteRules.parse(reply[1]))
         raise Unavailable("the board's rules kept changing; retry", retry_after=1, store="redis")
+
+    def _submit_and_wait(self, keys: list[str], args: list[Any]) -> tuple[Any, bool]:
+        """The submit script and a WAIT on its node, in one round trip: (reply, replicated)."""
+        for _ in range(2):
+            pipe = self.client.pipeline(transaction=False)
+            queue_script(pipe, self.client, self._submit.sha, keys, args)
+            queue_wait(pipe, self.client, keys[0], self.replica_acks, self.replica_ack_timeout_ms)
+            reply, acked = pipe.execute(raise_on_error=False)
+            if isinstance(reply, NoScriptError):  # a restarted Redis: nothing was applied
+                self.client.script_load(self._submit.script)
+                continue
+            for answer in (reply, acked):
+                if isinstance(answer, Exception):
+                    raise answer
+            return reply, self._confirmed(keys[0], int(acked))
+        raise Unavailable("the submit script could not be loaded; retry", retry_after=1)
+
+    def _confirmed(self, key: str, acked: int) -> bool:
+        """Whether enough replicas of the node holding `key` have the writes: `replica_acks`,
+        or every replica it has if it has fewer. A node left with no replica (its replica took
+        over from it, or died) has none that a failover could promote without the write, so
+        it keeps taking writes; losing it loses the whole shard, which the rebuild from
+        PostgreSQL restores. A replica cut off by a partition still counts until the
+        replication link times out (60 s), and by then the cluster has stopped the node's
+        writes (after its node timeout, 15 s), so no write slips through that way. Costs a
+        round trip (ROLE) only when the replicas fell short."""
+        if acked >= self.replica_acks:
+            return True
+        if isinstance(self.client, RedisCluster):
+            role = self.client.execute_command(
+                "ROLE", target_nodes=self.client.get_node_from_key(key)
+            )
+        else:
+            role = self.client.execute_command("ROLE")
+        replicas = len(role[2]) if role and role[0] == "master" else 0
+        return acked >= min(self.replica_acks, replicas)
 
     @guarded
     def submit_many(
@@ -400,6 +456,8 @@ class RedisIndex:
         for _ in range(3):
             rules = self._rules.get(board_id)
             pipe = self.client.pipeline(transaction=False)
+            nodes: dict[int, str] = {}  # item -> the node its script ran on
+            waits: dict[str, str] = {}  # node -> a key of it, for its WAIT
             for i in pending:
                 write = writes[i]
                 keys, args = self.submit_call(
@@ -415,7 +473,18 @@ class RedisIndex:
                 # EVALSHA itself: a pipeline given the Script would first ask SCRIPT EXISTS,
                 # one more round trip on every batch.
                 queue_script(pipe, self.client, self._submit.sha, keys, args)
-            replies = pipe.execute(raise_on_error=False)
+                if self.replica_acks:
+                    nodes[i] = node_name(self.client, keys[0])
+                    waits.setdefault(nodes[i], keys[0])
+            for key in waits.values():  # one WAIT per node, after all of its scripts
+                queue_wait(pipe, self.client, key, self.replica_acks, self.replica_ack_timeout_ms)
+            everything = pipe.execute(raise_on_error=False)
+            replies = everything[: len(pending)]
+            confirmed: dict[str, bool] = {}
+            for node, acked in zip(waits, everything[len(pending) :], strict=True):
+                if isinstance(acked, Exception):
+                    raise acked
+                confirmed[node] = self._confirmed(waits[node], int(acked))
             stale: list[int] = []
             if any(isinstance(reply, NoScriptError) for reply in replies):
                 self.client.script_load(self._submit.script)  # a restarted Redis
@@ -427,7 +496,10 @@ class RedisIndex:
                     raise reply
                 status = reply[0]
                 if status in ("OK", "REPLAY"):
-                    results[i] = _parse_record(reply[1], replayed=status == "REPLAY")
+                    result = _parse_record(reply[1], replayed=status == "REPLAY")
+                    if self.replica_acks and not confirmed[nodes[i]]:
+                        result = replace(result, replicated=False)
+                    results[i] = result
                 elif status == "STALE":
                     self._remember_rules(board_id, WriteRules.parse(reply[1]))
                     stale.append(i)
