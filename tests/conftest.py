@@ -56,6 +56,10 @@ SLOW_FIRST = (
     "benchmarks/test_bench_persister_coldstart_smoke.py",
     "benchmarks/test_bench_live_smoke.py",
     "benchmarks/test_bench_http_smoke.py",
+    "e2e/test_cluster_stack.py",
+    "chaos/test_chaos_cluster.py",
+    "stores/test_sharded_index.py",
+    "stores/test_cluster.py",
 )
 
 
