@@ -42,15 +42,16 @@ def test_sharded_boards_match_the_reference_model_on_a_cluster(
 
 
 @pytest.mark.cluster
-@pytest.mark.parametrize("shards", [2, 8])
+@pytest.mark.parametrize("shards", [2, 3, 8])  # K = 1 on the cluster: tests/stores/test_cluster.py
 @pytest.mark.parametrize("ties", ["shared", "first"])
+@pytest.mark.parametrize("sort", ["desc", "asc"])
 @pytest.mark.parametrize("mode", ["increment", "best", "set"])
-@settings(max_examples=3)
+@settings(max_examples=2)
 @given(ops=BATCH_OPS, board_rules=NO_MAX_ENTRIES)
 def test_sharded_batches_match_the_reference_model_on_a_cluster(
-    cluster_index, mode, ties, shards, ops, board_rules
+    cluster_index, mode, sort, ties, shards, ops, board_rules
 ):
-    check_batches_against_model(cluster_index, mode, "desc", ties, ops, board_rules, shards)
+    check_batches_against_model(cluster_index, mode, sort, ties, ops, board_rules, shards)
 
 
 @pytest.mark.parametrize("shards", [3, 8])
