@@ -120,8 +120,8 @@ bench: setup
 # tests/e2e/test_fuzz.py at length: FUZZ_EXAMPLES generated cases per operation and scope (a bounded,
 # derandomized run is part of `make test`), a fresh seed each run unless FUZZ_SEED is set, and
 # the stateful sequences. A failure prints its seed and the curl command that reproduces it.
-# Then the reference-model checks (single submissions and batches) with ten times the examples
-# `make test` gives them (HYPOTHESIS_PROFILE=long).
+# Then the reference-model checks (single submissions and batches) with 400 examples each, not
+# the 25 `make test` gives them (HYPOTHESIS_PROFILE=long).
 fuzz: setup
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-2000} $(PY) -m pytest tests/e2e/test_fuzz.py -q $(PYTEST_ARGS)
 	HYPOTHESIS_PROFILE=long $(PY) -m pytest $(PARALLEL) -q tests/services/test_reference_model.py \

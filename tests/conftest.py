@@ -34,7 +34,7 @@ from tests.support.boards import ListSink, MovableClock
 # `make test` (ci): enough to catch a broken rule every run, each run on new examples; `make
 # fuzz` (long) runs the reference-model checks at length. The suite must stay under 8 minutes.
 settings.register_profile(
-    "ci", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    "ci", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 settings.register_profile(
     "long", max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow]

@@ -57,7 +57,7 @@ def test_sharded_batches_match_the_reference_model_on_a_cluster(
 @pytest.mark.parametrize("shards", [3, 8])
 @pytest.mark.parametrize("ties", ["shared", "first"])
 @pytest.mark.parametrize("sort", ["desc", "asc"])
-@settings(max_examples=15)
+@settings(max_examples=8)
 @given(ops=OPS, board_rules=NO_MAX_ENTRIES)
 def test_sharded_boards_match_the_reference_model_on_one_node(
     session_index, sort, ties, shards, ops, board_rules
