@@ -71,7 +71,9 @@ validate: setup
 # and subprocesses, so more workers than cores pay), each with servers of its own; a file's
 # tests stay on one worker (their module fixtures start once). Coverage is combined over all.
 TEST_WORKERS ?= 4
-PARALLEL = $(if $(filter 0 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+# --no-loadscope-reorder: xdist would otherwise hand out files by their number of tests, not in
+# the order tests/conftest.py sets (the longest first), and a long file with few tests came last.
+PARALLEL = $(if $(filter 0 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 COVERAGE = --cov --cov-report=term --cov-fail-under=85
 
 unit: setup
