@@ -33,7 +33,7 @@ def cluster_index():
 @pytest.mark.parametrize("ties", ["shared", "first"])
 @pytest.mark.parametrize("sort", ["desc", "asc"])
 @pytest.mark.parametrize("mode", ["increment", "best", "set"])
-@settings(max_examples=3)
+@settings(max_examples=2)
 @given(ops=OPS, board_rules=NO_MAX_ENTRIES)
 def test_sharded_boards_match_the_reference_model_on_a_cluster(
     cluster_index, mode, sort, ties, shards, ops, board_rules
