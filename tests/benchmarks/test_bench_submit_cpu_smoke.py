@@ -6,8 +6,12 @@ exactly as the recording did."""
 
 from __future__ import annotations
 
+import pytest
+
 from benchmarks import submit_cpu
 from devstack.servers import EmbeddedValkey
+
+pytestmark = pytest.mark.server  # it starts a Valkey of its own
 
 
 def test_submit_cpu_benchmark_runs_end_to_end() -> None:
