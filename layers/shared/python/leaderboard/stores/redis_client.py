@@ -57,3 +57,12 @@ def node_name(client: RedisLike, key: str) -> str:
     if isinstance(client, RedisCluster):
         return str(client.get_node_from_key(key).name)
     return ""
+
+
+def connected_replicas(client: RedisLike, key: str) -> int:
+    """How many replicas the node that holds `key` has connected now (ROLE)."""
+    if isinstance(client, RedisCluster):
+        role = client.execute_command("ROLE", target_nodes=client.get_node_from_key(key))
+    else:
+        role = client.execute_command("ROLE")
+    return len(role[2]) if role and role[0] == "master" else 0

@@ -26,7 +26,6 @@ from functools import wraps
 from importlib import resources
 from typing import Any, ParamSpec, TypeVar
 
-from redis.cluster import RedisCluster
 from redis.exceptions import BusyLoadingError, ClusterDownError, NoScriptError, TryAgainError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -53,7 +52,13 @@ from leaderboard.domain.shards import (
 )
 from leaderboard.domain.submissions import Submission
 from leaderboard.domain.validation import format_score
-from leaderboard.stores.redis_client import RedisLike, node_name, queue_script, queue_wait
+from leaderboard.stores.redis_client import (
+    RedisLike,
+    connected_replicas,
+    node_name,
+    queue_script,
+    queue_wait,
+)
 
 CATALOG_KEY = "lb:boards"
 _UNREACHABLE = (
@@ -429,14 +434,7 @@ class RedisIndex:
         round trip (ROLE) only when the replicas fell short."""
         if acked >= self.replica_acks:
             return True
-        if isinstance(self.client, RedisCluster):
-            role = self.client.execute_command(
-                "ROLE", target_nodes=self.client.get_node_from_key(key)
-            )
-        else:
-            role = self.client.execute_command("ROLE")
-        replicas = len(role[2]) if role and role[0] == "master" else 0
-        return acked >= min(self.replica_acks, replicas)
+        return acked >= min(self.replica_acks, connected_replicas(self.client, key))
 
     @guarded
     def submit_many(
