@@ -20,7 +20,6 @@ import psycopg
 
 from leaderboard.domain.boards import BoardConfig
 from leaderboard.domain.errors import Conflict, NotFound
-from leaderboard.domain.shards import shard_board_id
 from leaderboard.stores.postgres import BoardRepository, Database
 from leaderboard.stores.redis_index import RedisIndex
 
@@ -57,12 +56,7 @@ class Rebuilder:
         rules of any shard. On Redis Cluster the shards live on other nodes than the board's
         own keys, so one node coming back empty loses some shards and leaves the rest; the
         writes to those shards are refused until the whole board is rebuilt."""
-        if not self.index.board_loaded(board.board_id):
-            return True
-        return any(
-            not self.index.board_loaded(shard_board_id(board.board_id, shard, board.shards))
-            for shard in range(board.shards if board.shards > 1 else 0)
-        )
+        return not self.index.board_loaded(board.board_id, board.shards)
 
     def recover(
         self, *, queue_in_flight: int, now_ms: int, max_wait_ms: int = 600_000

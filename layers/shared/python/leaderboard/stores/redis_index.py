@@ -656,9 +656,15 @@ class RedisIndex:
         return bool(written)
 
     @guarded
-    def board_loaded(self, board_id: str) -> bool:
-        """Whether the index serves this board (false: unknown, or its data was lost)."""
-        return bool(self.client.exists(BoardKeys(board_id).cfg))
+    def board_loaded(self, board_id: str, shards: int = 1) -> bool:
+        """Whether the index serves this board (false: unknown, or its data was lost: on a
+        sharded board, any shard's). One round trip to each node holding a part of it."""
+        if shards <= 1:
+            return bool(self.client.exists(BoardKeys(board_id).cfg))
+        pipe = self.client.pipeline(transaction=False)
+        for name in (board_id, *shard_board_ids(board_id, shards)):
+            pipe.exists(BoardKeys(name).cfg)
+        return all(pipe.execute())
 
     @guarded
     def lost_since_ms(self, board_id: str, now_ms: int) -> int:
