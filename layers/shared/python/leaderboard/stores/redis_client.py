@@ -31,15 +31,17 @@ def connect(url: str, *, cluster: bool = False, timeout: float = 2.0) -> RedisLi
     return redis.Redis.from_url(url, **common)
 
 
-def queue_script(pipe: Any, client: RedisLike, sha: str, keys: list[str], args: list[Any]) -> None:
-    """Queue one EVALSHA on a pipeline. On a cluster the call names its node itself: redis-py
-    would otherwise ask a node for the script's keys (COMMAND GETKEYS), one more round trip
-    for every call in the pipeline."""
+def queue_script(pipe: Any, client: RedisLike, sha: str, keys: list[str], args: list[Any]) -> str:
+    """Queue one EVALSHA on a pipeline; returns the name of the node it goes to ('' off a
+    cluster). On a cluster the call names its node itself: redis-py would otherwise ask a node
+    for the script's keys (COMMAND GETKEYS), one more round trip for every call in the
+    pipeline."""
     if isinstance(client, RedisCluster):
         node = client.get_node_from_key(keys[0])
         pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args, target_nodes=node)
-    else:
-        pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
+        return str(node.name)
+    pipe.execute_command("EVALSHA", sha, len(keys), *keys, *args)
+    return ""
 
 
 def queue_wait(pipe: Any, client: RedisLike, key: str, replicas: int, timeout_ms: int) -> None:
@@ -50,13 +52,6 @@ def queue_wait(pipe: Any, client: RedisLike, key: str, replicas: int, timeout_ms
         pipe.execute_command("WAIT", replicas, timeout_ms, target_nodes=node)
     else:
         pipe.execute_command("WAIT", replicas, timeout_ms)
-
-
-def node_name(client: RedisLike, key: str) -> str:
-    """The node that holds `key` ('' off a cluster: one node holds everything)."""
-    if isinstance(client, RedisCluster):
-        return str(client.get_node_from_key(key).name)
-    return ""
 
 
 def connected_replicas(client: RedisLike, key: str) -> int:

@@ -55,7 +55,6 @@ from leaderboard.domain.validation import format_score
 from leaderboard.stores.redis_client import (
     RedisLike,
     connected_replicas,
-    node_name,
     queue_script,
     queue_wait,
 )
@@ -470,9 +469,8 @@ class RedisIndex:
                 )
                 # EVALSHA itself: a pipeline given the Script would first ask SCRIPT EXISTS,
                 # one more round trip on every batch.
-                queue_script(pipe, self.client, self._submit.sha, keys, args)
+                nodes[i] = queue_script(pipe, self.client, self._submit.sha, keys, args)
                 if self.replica_acks:
-                    nodes[i] = node_name(self.client, keys[0])
                     waits.setdefault(nodes[i], keys[0])
             for key in waits.values():  # one WAIT per node, after all of its scripts
                 queue_wait(pipe, self.client, key, self.replica_acks, self.replica_ack_timeout_ms)
