@@ -96,12 +96,17 @@ class ModelBoard:
                 new = score if better else old
             else:
                 new = score
-            plan.append((pid, reg, old, float(new)))
+            prev_rank = None
+            if old_row is not None:
+                rows_before = self.ordered(pid, reg)
+                at = next(i for i, r in enumerate(rows_before) if r.player == player)
+                prev_rank = self.rank_of(rows_before, at)
+            plan.append((pid, reg, old, float(new), prev_rank))
         self.seq += 1
         applied = False
         standings = []
         victims: list[str] = []
-        for pid, reg, old, new in plan:
+        for pid, reg, old, new, prev_rank in plan:
             rows = self.keys.setdefault((pid, reg), {})
             present = True
             if old is None or new != old:
@@ -120,7 +125,8 @@ class ModelBoard:
                 ordered = self.ordered(pid, reg)
                 index = next(i for i, r in enumerate(ordered) if r.player == player)
                 rank = self.rank_of(ordered, index)
-            standings.append((pid, reg, new, rank))
+            # (period, region, score, rank, previous score, previous rank): the entry before
+            standings.append((pid, reg, new, rank, old, prev_rank))
         for victim_id in victims:  # decided after every key: a player may leave one, enter another
             if not self.present_anywhere(victim_id):
                 self.meta.pop(victim_id, None)

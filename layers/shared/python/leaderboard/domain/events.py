@@ -45,6 +45,10 @@ class Standing:
     rank: int | None
     changed: bool = True
     unranked: bool = False
+    # The entry before this submission: None for a new entry (previous_rank also on a sharded
+    # board, where ranks are read across shards).
+    previous_score: int | float | None = None
+    previous_rank: int | None = None
 
     @property
     def present(self) -> bool:
@@ -58,6 +62,8 @@ class Standing:
             "region": self.region,
             "score": self.score,
             "rank": self.rank,
+            "previous_score": self.previous_score,
+            "previous_rank": self.previous_rank,
         }
 
 

@@ -224,8 +224,9 @@ def _split_suffix(suffix: str) -> tuple[str, str | None]:
 
 
 def _parse_record(record: str, replayed: bool) -> SubmitResult:
-    """A submission's record. Lines carry the set's suffix (period[:region]); records written
-    before issue 22 (still in outboxes and idempotency records) carry period and region."""
+    """A submission's record. Lines carry the set's suffix (period[:region]) and the entry
+    before; records written before issue 22 (still in outboxes and idempotency records) carry
+    period and region, and no entry before."""
     head, *lines = record.split("\n")
     event_id, applied, version, now_ms, operation, *arrival = head.split("\t")
     standings: list[Standing] = []
@@ -241,7 +242,8 @@ def _parse_record(record: str, replayed: bool) -> SubmitResult:
         if at:
             evictions.append(Eviction(period, region, fields[2], fields[3] == "1"))
             continue
-        _, score, rank, changed = fields
+        _, score, rank, changed, *previous = fields
+        before, before_rank = previous if previous else ("", "")  # older records: unknown
         standings.append(
             Standing(
                 period=period,
@@ -250,6 +252,8 @@ def _parse_record(record: str, replayed: bool) -> SubmitResult:
                 rank=int(rank) if rank and rank != "-" else None,
                 changed=changed == "1",
                 unranked=rank == "-",
+                previous_score=format_score(float(before)) if before else None,
+                previous_rank=int(before_rank) if before_rank and before_rank != "-" else None,
             )
         )
     return SubmitResult(

@@ -21,9 +21,10 @@
 --       20 (shards of sharded ties=first boards) the member prefix of this arrival, 21 the
 --       arrival as a number (kept in the record: a rebuild orders the ties by it).
 -- Returns {'OK', record} | {'REPLAY', record} | {'STALE', cfg text} | {'ERR', code, ...}.
--- A record is "event_id\tapplied\tversion\tnow_ms\tmode[\tarrival]", then one "suffix\tscore\trank\tchanged"
--- line per set (suffix = period[:region]; rank '' = trimmed out by max_entries, '-' = not
--- ranked: a shard of a sharded board), then one
+-- A record is "event_id\tapplied\tversion\tnow_ms\tmode[\tarrival]", then one
+-- "suffix\tscore\trank\tchanged\tprevious score\tprevious rank" line per set (suffix =
+-- period[:region]; rank '' = trimmed out by max_entries, '-' = not ranked: a shard of a
+-- sharded board; previous '' = no entry before), then one
 -- "-\tsuffix\tplayer\tgone" line per entry max_entries evicted (gone = 1: that player is left on
 -- no set of the board, so its metadata was dropped).
 local mode, fp = ARGV[11], ARGV[8]
@@ -139,17 +140,36 @@ local applied = false
 local parts = {ARGV[5], '\t', '0', '\t', version, '\t', ARGV[4], '\t', mode}
 if ARGV[21] then parts[#parts + 1] = '\t' .. ARGV[21] end -- the arrival ordering its ties
 local evicted
+-- Blind increments of integers know the old score without reading it.
+local exact = blind and math.floor(score) == score
 for i = 1, n do
   local z, m, member, new, changed, shown
+  local prev, prev_rank -- the entry before this submission (nil: it had none)
   if blind then
     z = KEYS[9 + i]
     member = player
+    -- The old score: new - delta is exact when both are integers (below 2^53); else read it.
+    local before
+    if not exact then before = redis.call('ZSCORE', z, player) end
     shown = redis.call('ZADD', z, 'XX', 'INCR', delta, player)
     if not shown then
       redis.call('ZADD', z, delta, player)
       redis.call('HINCRBY', KEYS[6], player, 1)
       redis.call('SADD', KEYS[7], string.sub(z, off))
       shown = delta
+    else
+      new = tonumber(shown)
+      if exact then prev = new - score else prev = tonumber(before) end
+      if prev and not unranked then
+        -- Counted after the write: only this player moved, so leave its own entry out.
+        if desc then
+          prev_rank = redis.call('ZCOUNT', z, '(' .. fmt(prev), '+inf') + 1
+          if new > prev then prev_rank = prev_rank - 1 end
+        else
+          prev_rank = redis.call('ZCOUNT', z, '-inf', '(' .. fmt(prev)) + 1
+          if new < prev then prev_rank = prev_rank - 1 end
+        end
+      end
     end
     new = tonumber(shown)
     changed = true
@@ -159,6 +179,18 @@ for i = 1, n do
     z, m, member, old, new = p[1], p[2], p[3], p[4], p[5]
     changed = old == nil or new ~= old
     shown = fmt(new)
+    prev = old
+    if changed and old and not unranked then
+      -- The rank before the write (an unchanged entry's is its rank, found below).
+      if first then
+        if desc then prev_rank = redis.call('ZREVRANK', z, member) + 1
+        else prev_rank = redis.call('ZRANK', z, member) + 1 end
+      elseif desc then
+        prev_rank = redis.call('ZCOUNT', z, '(' .. fmt(old), '+inf') + 1
+      else
+        prev_rank = redis.call('ZCOUNT', z, '-inf', '(' .. fmt(old)) + 1
+      end
+    end
     if changed then
       local fresh = player
       if first then
@@ -224,7 +256,14 @@ for i = 1, n do
   parts[at + 4] = shown
   parts[at + 5] = '\t'
   parts[at + 6] = rank
-  parts[at + 7] = changed and '\t1' or '\t0'
+  parts[at + 7] = changed and '\t1\t' or '\t0\t'
+  if prev then
+    parts[at + 8] = fmt(prev)
+    if unranked then prev_rank = '-' elseif not changed then prev_rank = rank end
+    parts[at + 9] = '\t' .. (prev_rank or '')
+  else
+    parts[at + 8] = '\t'
+  end
 end
 -- Whether an evicted player is gone (on no set of the board) is decided only now: the
 -- submitting player may leave one set and enter another in this same script.
