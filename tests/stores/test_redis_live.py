@@ -107,7 +107,7 @@ def _check_live(
             _, standings = submit_on_both(
                 session_index, model, board_id, player, score, region, {"n": player}
             )
-            for period, where, new, _, old, prev_rank in standings:
+            for period, where, new, _, old, prev_rank, _ in standings:
                 if old is None or new != old:
                     previous[(period, where)].setdefault(player, prev_rank)
             for key, players in held.items():

@@ -9,6 +9,7 @@ from leaderboard.domain.errors import BadRequest, Conflict
 from leaderboard.domain.live import DEFAULT_LIVE_TOP, MAX_LIVE_TOP, board_channel
 from leaderboard.domain.periods import ALL_TIME, PERIOD_KINDS, WEEKLY
 from leaderboard.domain.shards import MAX_SHARDS
+from leaderboard.domain.tiebreakers import TieBreaker, parse_columns, script_spec
 from leaderboard.domain.validation import (
     REGION_RE,
     require_int,
@@ -22,7 +23,7 @@ MAX_REGIONS = 32
 MAX_ENTRIES_LIMIT = 10_000_000
 MAX_RATE_PER_MINUTE = 100_000
 # Once a board has entries these would silently change the meaning of stored scores.
-IMMUTABLE_WITH_ENTRIES = ("sort", "mode", "ties", "periods", "shards")
+IMMUTABLE_WITH_ENTRIES = ("sort", "mode", "ties", "periods", "shards", "tiebreakers")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,8 @@ class BoardConfig:
     live_top: int = DEFAULT_LIVE_TOP
     # Players spread over this many sorted sets (leaderboard/domain/shards.py).
     shards: int = 1
+    # Integer columns ordering equal scores, in order (leaderboard/domain/tiebreakers.py).
+    tiebreakers: tuple[TieBreaker, ...] = ()
     created_at: str = ""
     updated_at: str = ""
     version: int = 1
@@ -54,6 +57,7 @@ class BoardConfig:
         data.pop("version")
         data["periods"] = list(self.periods)
         data["regions"] = list(self.regions) if self.regions is not None else None
+        data["tiebreakers"] = [c.to_public() for c in self.tiebreakers]
         data["live_channel"] = board_channel(self.board_id)
         return data
 
@@ -68,6 +72,8 @@ class BoardConfig:
         }
         if self.shards > 1:
             cfg["shards"] = self.shards
+        if self.tiebreakers:
+            cfg["tb"] = script_spec(self.tiebreakers, self.sort)
         optional = {
             "regions": list(self.regions) if self.regions else None,
             "max_entries": self.max_entries,
@@ -97,6 +103,7 @@ class BoardConfig:
             rate_limit_per_minute=data.get("rate_limit_per_minute"),
             live_top=int(data.get("live_top", DEFAULT_LIVE_TOP)),
             shards=int(data.get("shards", 1)),
+            tiebreakers=parse_columns(data.get("tiebreakers")),
             created_at=data.get("created_at", ""),
             updated_at=data.get("updated_at", ""),
             version=int(data.get("version", 1)),
@@ -117,6 +124,7 @@ _FIELDS = (
     "rate_limit_per_minute",
     "live_top",
     "shards",
+    "tiebreakers",
 )
 
 
@@ -187,6 +195,8 @@ def _parse_field(name: str, value: Any) -> Any:
         return require_int(value, name, minimum=1, maximum=MAX_LIVE_TOP)
     if name == "shards":
         return require_int(value, name, minimum=1, maximum=MAX_SHARDS)
+    if name == "tiebreakers":
+        return parse_columns(value)
     raise AssertionError(name)  # pragma: no cover
 
 
@@ -228,6 +238,11 @@ def parse_board_request(
         raise BadRequest(
             "max_entries cannot be exact on a sharded board: use shards 1, or no max_entries",
             field="max_entries",
+        )
+    if board.shards > 1 and board.tiebreakers:
+        raise BadRequest(
+            "tiebreakers are not yet available on sharded boards: use shards 1",
+            field="tiebreakers",
         )
     if existing is not None and has_entries:
         changed = [f for f in IMMUTABLE_WITH_ENTRIES if getattr(existing, f) != getattr(board, f)]
