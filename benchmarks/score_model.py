@@ -96,27 +96,55 @@ def _timed(client: _Recorder, call: Callable[[], Any]) -> tuple[tuple[Any, ...],
 
 
 def _record(
-    client: _Recorder, board: BoardConfig, settings: Settings
-) -> dict[str, tuple[list[tuple[Any, ...]], list[float]]]:
-    """Per kind of call: (the script calls sent, their latencies)."""
-    rng = random.Random(settings.seed + 1)
-    index = RedisIndex(client)
+    clients: dict[str, _Recorder], boards: dict[str, BoardConfig], settings: Settings
+) -> dict[str, dict[str, tuple[list[tuple[Any, ...]], list[float]]]]:
+    """Per board and kind of call: (the script calls sent, their latencies). The boards take
+    turns call by call, so the machine's noise hits both alike."""
     periods = current_periods(NOW)
     weekly = periods[WEEKLY]
     now_ms = to_ms(NOW)
-    count = settings.warmup + settings.submissions
-    # The first call of each kind loads the script and the board's rules: not recorded.
-    index.submit(
-        board.board_id,
-        Submission("warm", 1, None, None, _values(rng, board)),
-        event_id=new_event_id(now_ms),
-        now_ms=now_ms,
-        periods=periods,
-        idempotency=None,
-    )
-    for op in ("page", "player", "around"):
-        index.window(board.board_id, weekly, None, op=op, size=10, player_id="p0000001")
-    out: dict[str, tuple[list[tuple[Any, ...]], list[float]]] = {}
+    calls: dict[str, dict[str, Callable[[int], Any]]] = {}
+    for name, board in boards.items():
+        rng = random.Random(settings.seed + 1)  # the same players and scores on both boards
+        index = RedisIndex(clients[name])
+        # The first call of each kind loads the script and the board's rules: not recorded.
+        index.submit(
+            board.board_id,
+            Submission("warm", 1, None, None, _values(rng, board)),
+            event_id=new_event_id(now_ms),
+            now_ms=now_ms,
+            periods=periods,
+            idempotency=None,
+        )
+        for op in ("page", "player", "around"):
+            index.window(board.board_id, weekly, None, op=op, size=10, player_id="p0000001")
+        calls[name] = _calls(index, board, rng, settings, periods, now_ms)
+    out: dict[str, dict[str, tuple[list[tuple[Any, ...]], list[float]]]] = {
+        name: {} for name in boards
+    }
+    for kind in ("submit", "top 10", "player", "around"):
+        total = settings.warmup + (settings.submissions if kind == "submit" else settings.reads)
+        sent: dict[str, list[tuple[Any, ...]]] = {name: [] for name in boards}
+        latency: dict[str, list[float]] = {name: [] for name in boards}
+        for n in range(total):
+            for name in boards:
+                command, micros = _timed(clients[name], _bound(calls[name][kind], n))
+                sent[name].append(command)
+                latency[name].append(micros)
+        for name in boards:
+            out[name][kind] = (sent[name], latency[name][settings.warmup :])
+    return out
+
+
+def _calls(
+    index: RedisIndex,
+    board: BoardConfig,
+    rng: random.Random,
+    settings: Settings,
+    periods: dict[str, Any],
+    now_ms: int,
+) -> dict[str, Callable[[int], Any]]:
+    weekly = periods[WEEKLY]
 
     def submit(n: int) -> None:
         player = f"p{rng.randrange(settings.players):07d}"
@@ -129,25 +157,19 @@ def _record(
             idempotency=("bench", uuid.uuid4().hex),
         )
 
-    calls: dict[str, Callable[[int], Any]] = {
+    def player_id(n: int) -> str:
+        return f"p{n % settings.players:07d}"
+
+    return {
         "submit": submit,
         "top 10": lambda n: index.window(board.board_id, weekly, None, op="page", size=10),
         "player": lambda n: index.window(
-            board.board_id, weekly, None, op="player", size=1, player_id=f"p{n:07d}"
+            board.board_id, weekly, None, op="player", size=1, player_id=player_id(n)
         ),
         "around": lambda n: index.window(
-            board.board_id, weekly, None, op="around", size=10, player_id=f"p{n:07d}"
+            board.board_id, weekly, None, op="around", size=10, player_id=player_id(n)
         ),
     }
-    for kind, call in calls.items():
-        total = count if kind == "submit" else settings.warmup + settings.reads
-        sent, latency = [], []
-        for n in range(total):
-            command, micros = _timed(client, _bound(call, n % settings.players))
-            sent.append(command)
-            latency.append(micros)
-        out[kind] = (sent, latency[settings.warmup :])
-    return out
 
 
 def _bound(call: Callable[[int], Any], n: int) -> Callable[[], Any]:
@@ -171,12 +193,11 @@ def run(url: str, settings: Settings) -> list[dict[str, Any]]:
     try:
         for client in clients.values():
             client.flushdb()
-        recorded = {}
         for i, name in enumerate(names):
             record = clients[(name, "record")]
             _load(record, boards[name], settings.players, settings.seed)
             _copy_db(record, 2 * i + 1)  # the untouched copy the replay runs on
-            recorded[name] = _record(record, boards[name], settings)
+        recorded = _record({name: clients[(name, "record")] for name in names}, boards, settings)
         rows = []
         for kind in recorded[names[0]]:
             cpu = _replay(
