@@ -64,11 +64,11 @@ def main() -> int:
         bulk,
         cold_start,
         hot_board,
-        score_model,
         http_stack,
         live_latency,
         persister_throughput,
         player_history,
+        score_model,
         submit_cpu,
     )
 

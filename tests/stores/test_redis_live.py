@@ -72,6 +72,7 @@ def test_each_batch_of_writes_becomes_one_update_per_channel_matching_the_model(
             "ties": st.sampled_from(["shared", "first"]),
             "sort": st.sampled_from(["desc", "asc"]),
             "live_top": st.integers(1, 5),
+            "tiebreakers": st.sampled_from([None, [{"name": "t1", "sort": "desc"}]]),
         }
     ),
     batches=st.lists(OPS, min_size=1, max_size=4),
@@ -107,15 +108,18 @@ def _check_live(
         # the last update (None: it had no entry, it was trimmed out first, a sharded board).
         previous: dict[tuple[str, str | None], dict[str, int | None]] = defaultdict(dict)
         for player, score, region in batch:
-            held = {k: set(v) for k, v in model.keys.items()}
+            held = {k: dict(v) for k, v in model.keys.items()}
             _, standings = submit_on_both(
                 session_index, model, board_id, player, score, region, {"n": player}
             )
-            for period, where, new, _, old, prev_rank, _ in standings:
-                if old is None or new != old:
+            for period, where, _, _, old, prev_rank, _ in standings:
+                rows = model.keys.get((period, where), {})
+                # changed: a new entry (even one trimmed out at once), a new score or new
+                # tie-breakers (the model replaces a row that changes)
+                if old is None or rows.get(player) is not held.get((period, where), {}).get(player):
                     previous[(period, where)].setdefault(player, prev_rank)
             for key, players in held.items():
-                for gone in players - set(model.keys.get(key, {})):
+                for gone in set(players) - set(model.keys.get(key, {})):
                     previous[key].setdefault(gone, None)
         for key, rows in model.keys.items():
             old = before.get(key, {})

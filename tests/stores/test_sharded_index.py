@@ -15,9 +15,11 @@ from tests.support.model_check import (
     check_against_model,
     check_batches_against_model,
     rules,
+    tiebreaker_rules,
 )
 
 NO_MAX_ENTRIES = rules.filter(lambda r: r["max_entries"] is None)
+TIEBREAKERS = tiebreaker_rules.map(lambda r: {**r, "max_entries": None})
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +65,31 @@ def test_sharded_boards_match_the_reference_model_on_one_node(
     session_index, sort, ties, shards, ops, board_rules
 ):
     check_against_model(session_index, "best", sort, ties, ops, board_rules, shards)
+
+
+@pytest.mark.parametrize("shards", [3, 8])
+@pytest.mark.parametrize("ties", ["shared", "first"])
+@pytest.mark.parametrize("sort", ["desc", "asc"])
+@pytest.mark.parametrize("mode", ["increment", "best", "set"])
+@settings(max_examples=4)
+@given(ops=OPS, board_rules=TIEBREAKERS)
+def test_sharded_tiebreaker_boards_match_the_reference_model_on_one_node(
+    session_index, mode, sort, ties, shards, ops, board_rules
+):
+    """Issue 23: tie-breakers on sharded boards: ranks merged over the shards by the whole
+    tuple (shared: counted with ZLEXCOUNT on each shard), every read route."""
+    check_against_model(session_index, mode, sort, ties, ops, board_rules, shards)
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("ties", ["shared", "first"])
+@pytest.mark.parametrize("sort", ["desc", "asc"])
+@settings(max_examples=2)
+@given(ops=BATCH_OPS, board_rules=TIEBREAKERS)
+def test_sharded_tiebreaker_batches_match_the_reference_model_on_a_cluster(
+    cluster_index, sort, ties, ops, board_rules
+):
+    check_batches_against_model(cluster_index, "best", sort, ties, ops, board_rules, 3)
 
 
 def _fed_alike(index, clock, shards: int, ties: str, sort: str) -> tuple[str, str]:

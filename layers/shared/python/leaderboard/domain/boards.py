@@ -239,11 +239,6 @@ def parse_board_request(
             "max_entries cannot be exact on a sharded board: use shards 1, or no max_entries",
             field="max_entries",
         )
-    if board.shards > 1 and board.tiebreakers:
-        raise BadRequest(
-            "tiebreakers are not yet available on sharded boards: use shards 1",
-            field="tiebreakers",
-        )
     if existing is not None and has_entries:
         changed = [f for f in IMMUTABLE_WITH_ENTRIES if getattr(existing, f) != getattr(board, f)]
         if changed:

@@ -87,9 +87,10 @@ def stamp_prefix(number: int, desc: bool) -> str:
     return f"{STAMP_MAX - number if desc else number:0{STAMP_DIGITS}d}|"
 
 
-def strip_member(member: str, first: bool) -> str:
-    """The player id of a sharded board's member."""
-    return member[STAMP_DIGITS + 1 :] if first else member
+def strip_member(member: str, keyed: bool) -> str:
+    """The player id of a sharded board's member (`keyed`: members carry a prefix ending in
+    '|', on ties=first and tie-breaker boards; player ids never contain '|')."""
+    return member.partition("|")[2] if keyed else member
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,8 +148,10 @@ class _Reversed:
         return hash(self.text)
 
 
-def merge_runs(runs: Sequence[Run], desc: bool, first: bool) -> list[Placed]:
+def merge_runs(runs: Sequence[Run], desc: bool, first: bool, group: int = 0) -> list[Placed]:
     """The entries whose global positions the runs prove, in board order, with their ranks.
+    `group` > 0 (tie-breaker boards): equal tuples are members whose first `group` characters
+    (score and tie keys, in board byte order) are equal, not equal scores.
 
     Every entry of every shard that lies between `lo` (the latest first row of the runs that
     do not start at the shard's top) and `hi` (the earliest last row of the runs that do not
@@ -179,28 +182,45 @@ def merge_runs(runs: Sequence[Run], desc: bool, first: bool) -> list[Placed]:
         at = position + offset
         if first:
             rank = at + 1
-        elif placed and placed[-1].score == score:
+        elif placed and _tuple(placed[-1].member, placed[-1].score, group) == _tuple(
+            member, score, group
+        ):
             rank = placed[-1].rank
         elif placed:
             rank = at + 1  # the first of its score in a contiguous stretch
         else:
-            rank = 1 + _better_than(runs, score, desc)
+            rank = 1 + _better_than(runs, _tuple(member, score, group), desc, group)
         placed.append(Placed(at, rank, member, score))
     return placed
 
 
-def _better_than(runs: Sequence[Run], score: float, desc: bool) -> int:
-    """Members of the whole board with a score strictly better than `score`, a score of the
-    proven stretch (each run's first row is then at or before it)."""
+def _tuple(member: str, score: float, group: int) -> float | str:
+    """What ranks compare: the score, or on tie-breaker boards the member's score-and-tie key
+    (whose byte order is the board's order)."""
+    return member[:group] if group else score
+
+
+def _better_than(runs: Sequence[Run], value: float | str, desc: bool, group: int = 0) -> int:
+    """Members of the whole board with a score (tuple) strictly better than `value`, one of
+    the proven stretch (each run's first row is then at or before it)."""
     count = 0
     for run in runs:
         if not run.rows:
             continue
-        if run.rows[0][1] == score:
+        values = [_tuple(m, s, group) for m, s in run.rows]
+        if values[0] == value:
             count += run.better
         else:
-            count += run.start + sum(1 for _, s in run.rows if (s > score if desc else s < score))
+            count += run.start + sum(1 for v in values if _better(v, value, desc))
     return count
+
+
+def _better(a: float | str, b: float | str, desc: bool) -> bool:
+    """Whether `a` ranks strictly above `b` (two scores, or two tuple keys)."""
+    if isinstance(a, str) or isinstance(b, str):
+        a, b = str(a), str(b)
+        return a > b if desc else a < b
+    return a > b if desc else a < b
 
 
 def covers(placed: Sequence[Placed], start: int, stop: int, total: int) -> bool:

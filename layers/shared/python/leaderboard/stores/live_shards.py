@@ -23,7 +23,7 @@ from leaderboard.domain.live import ChannelUpdate, LiveEntry
 from leaderboard.domain.shards import Run, merge_runs, shard_board_id, strip_member
 from leaderboard.domain.validation import format_score
 from leaderboard.stores.redis_client import RedisLike, queue_script
-from leaderboard.stores.redis_index import BoardKeys, _script
+from leaderboard.stores.redis_index import BoardKeys, WriteRules, _script
 from leaderboard.stores.redis_live import BoardChanges, BoardChannels, live_state_key
 from leaderboard.stores.sharded_index import _parse_run
 
@@ -185,25 +185,32 @@ def _round_two(client: RedisLike, states: list[_Board], max_changed: int) -> Non
         if isinstance(reply, Exception) or reply[0] != "OK":
             state.error = reply if isinstance(reply, Exception) else RuntimeError(str(reply))
             continue
-        first = json.loads(state.cfg)["ties"] == "first"
+        keyed = WriteRules.parse(state.cfg).keyed
         if op == "range":
-            tops.setdefault((id(state), ch), []).append(_parse_run(reply, 2, True, first))
+            tops.setdefault((id(state), ch), []).append(_parse_run(reply, 2, True, keyed))
         else:
             counts.setdefault((id(state), ch), []).append(reply)
     for state in states:
         if state.error is not None:
             continue
-        rules = json.loads(state.cfg)
-        desc, first = rules["sort"] == "desc", rules["ties"] == "first"
+        rules = WriteRules.parse(state.cfg)
+        desc, first = rules.desc, rules.first
         for ch, changed in sorted(state.changed.items()):
             parts = tops[(id(state), ch)]
             runs = [run for run, _ in parts]
             metas: dict[str, str] = {}
             for _, meta in parts:
                 metas.update(meta)
-            placed = merge_runs(runs, desc, first)[: state.board.top]
+            placed = merge_runs(runs, desc, first, rules.group)[: state.board.top]
             top = tuple(
-                _entry(strip_member(p.member, first), p.score, p.rank, metas) for p in placed
+                _entry(
+                    strip_member(p.member, rules.keyed),
+                    p.score,
+                    p.rank,
+                    metas,
+                    rules.member_tiebreakers(p.member),
+                )
+                for p in placed
             )
             ranked = [p for p in changed.players if p[1]]
             better = [0] * len(ranked)
@@ -218,6 +225,7 @@ def _round_two(client: RedisLike, states: list[_Board], max_changed: int) -> Non
                     score=format_score(float(score)) if member else None,
                     metadata=json.loads(meta) if meta else None,
                     moved=True,
+                    tiebreakers=rules.member_tiebreakers(member) if member else None,
                 )
                 for player, member, score, meta in changed.players
             )
@@ -260,13 +268,20 @@ def _chain_versions(client: RedisLike, states: list[_Board]) -> None:
         state.previous = {ch: previous.get((id(state), ch)) for ch, *_ in state.updates}
 
 
-def _entry(player: str, score: float, rank: int, metas: dict[str, str]) -> LiveEntry:
+def _entry(
+    player: str,
+    score: float,
+    rank: int,
+    metas: dict[str, str],
+    tiebreakers: dict[str, int] | None = None,
+) -> LiveEntry:
     meta = metas.get(player)
     return LiveEntry(
         player_id=player,
         rank=rank,
         score=format_score(score),
         metadata=json.loads(meta) if meta else None,
+        tiebreakers=tiebreakers,
     )
 
 

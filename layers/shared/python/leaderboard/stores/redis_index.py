@@ -53,6 +53,7 @@ from leaderboard.domain.shards import (
 )
 from leaderboard.domain.submissions import Submission
 from leaderboard.domain.tiebreakers import (
+    COLUMN_DIGITS,
     TieBreaker,
     decode,
     decode_with_spec,
@@ -96,7 +97,7 @@ def guarded(method: Callable[P, R]) -> Callable[P, R]:
 
 
 # Scripts that store or read tie-breaker boards get the shared functions of tiebreakers.lua.
-_WITH_TIEBREAKERS = frozenset({"submit", "read", "players", "live"})
+_WITH_TIEBREAKERS = frozenset({"submit", "read", "players", "live", "shard_read"})
 
 
 def _script(name: str) -> str:
@@ -315,6 +316,18 @@ class WriteRules:
     def keyed(self) -> bool:
         """Entries stored under a member other than the player id (a member map per set)."""
         return self.first or bool(self.tiebreakers)
+
+    @property
+    def group(self) -> int:
+        """How many leading characters of a member equal tuples share (score key and tie key)
+        on tie-breaker boards; 0 elsewhere, where equal scores are equal tuples."""
+        return COLUMN_DIGITS * (1 + len(self.tiebreakers)) if self.tiebreakers else 0
+
+    def member_tiebreakers(self, member: str) -> dict[str, int] | None:
+        """The tie-breakers a tie-breaker board's member carries (None on other boards)."""
+        if not self.tiebreakers:
+            return None
+        return self.decode(member[COLUMN_DIGITS : self.group])
 
     @classmethod
     def parse(cls, text: str) -> WriteRules:
@@ -796,7 +809,21 @@ class RedisIndex:
             pipe = self.client.pipeline(transaction=False)
             for shard, part in by_shard.items():
                 keys = BoardKeys(shard_board_id(board.board_id, shard, board.shards))
-                if first:
+                if board.tiebreakers:  # the member the submit script would have written
+                    members = {
+                        p: tiebreaker_member(
+                            score,
+                            key or "",
+                            stamp_prefix(reached, desc)[:-1] if first else "",
+                            p,
+                        )
+                        for p, score, reached, key in part
+                    }
+                    pipe.zadd(
+                        keys.zset(period_id, region), {members[p]: sc for p, sc, _, _ in part}
+                    )
+                    pipe.hset(keys.members(period_id, region), mapping=members)
+                elif first:
                     members = {p: stamp_prefix(reached, desc) + p for p, _, reached, _ in part}
                     pipe.zadd(
                         keys.zset(period_id, region), {members[p]: sc for p, sc, _, _ in part}

@@ -126,7 +126,7 @@ class ShardedIndex:
         archived = False
         for reply in self._round(calls):
             archived = archived or bool(int(reply[1]))
-            run, meta = _parse_run(reply, 2, with_meta, rules.first)
+            run, meta = _parse_run(reply, 2, with_meta, rules.keyed)
             runs.append(run)
             metas.update(meta)
         return runs, metas, archived
@@ -135,7 +135,7 @@ class ShardedIndex:
         """One round: the metadata of chosen players, from the shard of each."""
         by_shard: dict[int, list[str]] = defaultdict(list)
         for member in members:
-            player = strip_member(member, rules.first)
+            player = strip_member(member, rules.keyed)
             by_shard[shard_of(player, rules.shards)].append(player)
         pipe = self.client.pipeline(transaction=False)
         order = []
@@ -149,11 +149,11 @@ class ShardedIndex:
         return found
 
     def _entries(
-        self, placed: list[Placed], metas: dict[str, str], first: bool
+        self, placed: list[Placed], metas: dict[str, str], rules: WriteRules
     ) -> tuple[Entry, ...]:
         out = []
         for entry in placed:
-            player = strip_member(entry.member, first)
+            player = strip_member(entry.member, rules.keyed)
             meta = metas.get(player)
             out.append(
                 Entry(
@@ -161,6 +161,7 @@ class ShardedIndex:
                     player_id=player,
                     score=format_score(entry.score),
                     metadata=json.loads(meta) if meta else None,
+                    tiebreakers=rules.member_tiebreakers(entry.member),
                 )
             )
         return tuple(out)
@@ -209,7 +210,7 @@ class ShardedIndex:
                 raise ArchivedPeriod(f"period {period.id} is archived", period=period.id)
             if op == "around_rank":
                 start = _centre(offset_or_rank - 1, size, total)
-            placed = merge_runs(runs, rules.desc, rules.first)
+            placed = merge_runs(runs, rules.desc, rules.first, rules.group)
             if covers(placed, start, start + size, total):
                 chosen = [p for p in placed if start <= p.position < start + size]
                 if not top and chosen:
@@ -218,7 +219,7 @@ class ShardedIndex:
                     total=total,
                     start=start,
                     player_position=None,
-                    entries=self._entries(chosen, metas, rules.first),
+                    entries=self._entries(chosen, metas, rules),
                 )
         raise RuntimeError("a sharded read did not converge")  # run_bounds' last attempt covers
 
@@ -236,7 +237,7 @@ class ShardedIndex:
         shard_keys = BoardKeys(shard)
         for period_id, region in sets:
             keys.append(shard_keys.zset(period_id, region))
-            if rules.first:
+            if rules.keyed:
                 keys.append(shard_keys.members(period_id, region))
         reply = self._round([(keys, [*args, player_id, *(p for p, _ in sets)])])[0]
         found: list[tuple[str, float] | None] = []
@@ -291,7 +292,7 @@ class ShardedIndex:
                 run: Run | None = None
                 metas: dict[str, str] = {}
                 if window:
-                    run, metas = _parse_run(reply, at, True, rules.first)
+                    run, metas = _parse_run(reply, at, True, rules.keyed)
                     at += 4 + 3 * len(run.rows)
                 parts.append((total, better, position, run, metas))
             out.append(parts)
@@ -322,6 +323,7 @@ class ShardedIndex:
                 player_id=player_id,
                 score=format_score(score),
                 metadata=json.loads(meta) if meta else None,
+                tiebreakers=rules.member_tiebreakers(member),
             )
             position = sum(parts[0][2] for parts in shards)
             return Window(total=total, start=position, player_position=position, entries=(entry,))
@@ -329,7 +331,7 @@ class ShardedIndex:
         metas: dict[str, str] = {}
         for parts in shards:
             metas.update(parts[0][4])
-        placed = merge_runs(runs, rules.desc, rules.first)
+        placed = merge_runs(runs, rules.desc, rules.first, rules.group)
         mine = next(p.position for p in placed if p.member == member)
         start = _centre(mine, size, total)
         chosen = [p for p in placed if start <= p.position < start + size]
@@ -337,7 +339,7 @@ class ShardedIndex:
             total=total,
             start=start,
             player_position=mine,
-            entries=self._entries(chosen, metas, rules.first),
+            entries=self._entries(chosen, metas, rules),
         )
 
     # --- many players, standings --------------------------------------------------------
@@ -359,7 +361,7 @@ class ShardedIndex:
                 name = shard_board_id(board_id, shard, rules.shards)
                 keys, args = self._head(rules, name, "findmany")
                 keys.append(BoardKeys(name).zset(period.id, region))
-                if rules.first:
+                if rules.keyed:
                     keys.append(BoardKeys(name).members(period.id, region))
                 calls.append((keys, [*args, period.id, *players]))
                 asked.append(players)
@@ -391,6 +393,7 @@ class ShardedIndex:
                         player_id=player,
                         score=format_score(score),
                         metadata=json.loads(meta) if meta else None,
+                        tiebreakers=rules.member_tiebreakers(found[q][1]),
                     ),
                     found[q][1],
                 )
@@ -422,7 +425,7 @@ class ShardedIndex:
         except _Missing as missing:
             raise _read_error(board_id, periods[0], region, player_id, missing.code) from None
         out = []
-        for q, (i, (_, score)) in enumerate(hits):
+        for q, (i, (member, score)) in enumerate(hits):
             period = kept[i % len(kept)]
             out.append(
                 PeriodStanding(
@@ -432,6 +435,7 @@ class ShardedIndex:
                     rank=sum(parts[q][1] for parts in shards) + 1,
                     score=format_score(score),
                     total=sum(parts[q][0] for parts in shards),
+                    tiebreakers=rules.member_tiebreakers(member),
                 )
             )
         return out
@@ -444,7 +448,7 @@ class _Missing(Exception):
 
 
 def _parse_run(
-    reply: list[Any], at: int, with_meta: bool, first: bool
+    reply: list[Any], at: int, with_meta: bool, keyed: bool
 ) -> tuple[Run, dict[str, str]]:
     total, start, better, count = (int(x) for x in reply[at : at + 4])
     flat = reply[at + 4 : at + 4 + 2 * count]
@@ -454,7 +458,7 @@ def _parse_run(
         values = reply[at + 4 + 2 * count : at + 4 + 3 * count]
         for (member, _), value in zip(rows, values, strict=True):
             if value:
-                metas[strip_member(member, first)] = value
+                metas[strip_member(member, keyed)] = value
     return Run(start, rows, better, total), metas
 
 

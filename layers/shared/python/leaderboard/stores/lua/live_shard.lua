@@ -14,7 +14,8 @@
 -- player, newest first: player, member ('' = removed), score, metadata}}.
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'GONE'} end
-local first = cjson.decode(raw).ties == 'first'
+local rules = cjson.decode(raw)
+local keyed = rules.ties == 'first' or rules.tb ~= nil -- a member map per set
 
 local cursor = redis.call('HGET', KEYS[3], 'cursor')
 local entries
@@ -78,7 +79,7 @@ for ch = 1, nch do
     for i = 1, math.min(#recent, max_changed) do
       local pid = recent[i][1]
       local member = pid
-      if first then member = redis.call('HGET', mkey, pid) end
+      if keyed then member = redis.call('HGET', mkey, pid) end
       local score = member and redis.call('ZSCORE', zkey, member)
       part[#part + 1] = pid
       part[#part + 1] = score and member or ''

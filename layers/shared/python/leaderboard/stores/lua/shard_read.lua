@@ -4,7 +4,9 @@
 -- them current (else STALE: reload, read again), as the submit script does.
 --
 -- KEYS: 1 cfg, 2 metadata hash, 3 archived periods, then the sorted sets of the read (for
---       'find' on ties=first boards each set is followed by its member map).
+--       'find' on ties=first and tie-breaker boards each set is followed by its member map).
+-- On tie-breaker boards "better" counts the strictly better (score, tie-breakers) tuples
+-- (tiebreakers.lua).
 -- ARGV: 1 op, 2 cfg text, 3 '1' = desc, 4 '1' = ties first, then by op:
 --   'range': 5 local start, 6 local stop, 7 '1' = with metadata, 8 period id.
 --            A run of the set: {'OK', archived, total, start, better, n, n x (member, score),
@@ -28,9 +30,13 @@ if current ~= ARGV[2] then
   return {'STALE', current}
 end
 local op, desc, first = ARGV[1], ARGV[3] == '1', ARGV[4] == '1'
-local STAMP = 20 -- a ties=first member is an 18-digit arrival stamp, '|', then the player
+local spec = nil -- tie-breaker columns, or nil
+if string.find(ARGV[2], '"tb"', 1, true) then spec = cjson.decode(ARGV[2]).tb end
+local keyed = first or spec ~= nil -- members carry a prefix ending in '|'
 
-local function better_count(z, score)
+-- Members with a strictly better score (tuple, on tie-breaker boards) than this entry's.
+local function better_count(z, score, member)
+  if spec then return tb_rank(z, desc, tb_group(member, spec)) - 1 end
   if desc then return redis.call('ZCOUNT', z, '(' .. score, '+inf') end
   return redis.call('ZCOUNT', z, '-inf', '(' .. score)
 end
@@ -51,7 +57,7 @@ local function add_run(out, z, a, b, with_meta)
     else rows = redis.call('ZRANGE', z, start, b, 'WITHSCORES') end
   end
   local better = start
-  if not first and #rows > 0 then better = better_count(z, rows[2]) end
+  if not first and #rows > 0 then better = better_count(z, rows[2], rows[1]) end
   out[#out + 1] = total
   out[#out + 1] = start
   out[#out + 1] = better
@@ -61,7 +67,7 @@ local function add_run(out, z, a, b, with_meta)
     local players = {}
     for i = 1, #rows, 2 do
       local p = rows[i]
-      if first then p = string.sub(p, STAMP) end
+      if keyed then p = member_player(p) end
       players[#players + 1] = p
     end
     local metas = redis.call('HMGET', KEYS[2], unpack(players))
@@ -80,11 +86,11 @@ end
 if op == 'find' then
   local player = ARGV[5]
   local out = {'OK', redis.call('HGET', KEYS[2], player) or ''}
-  local step = first and 2 or 1
+  local step = keyed and 2 or 1
   for i = 0, (#KEYS - 3) / step - 1 do
     local z = KEYS[4 + i * step]
     local member = player
-    if first then member = redis.call('HGET', KEYS[5 + i * step], player) end
+    if keyed then member = redis.call('HGET', KEYS[5 + i * step], player) end
     local score = false
     if member then score = redis.call('ZSCORE', z, member) end
     if score then
@@ -107,7 +113,7 @@ if op == 'findmany' then
   local out = {'OK', 0}
   for i = 6, #ARGV do
     local member = ARGV[i]
-    if first then member = redis.call('HGET', KEYS[5], ARGV[i]) end
+    if keyed then member = redis.call('HGET', KEYS[5], ARGV[i]) end
     local score = false
     if member then score = redis.call('ZSCORE', z, member) end
     if score then
@@ -143,7 +149,7 @@ if op == 'count' then
     end
     local total = redis.call('ZCARD', z)
     out[#out + 1] = total
-    if first then out[#out + 1] = at else out[#out + 1] = better_count(z, score) end
+    if first then out[#out + 1] = at else out[#out + 1] = better_count(z, score, member) end
     out[#out + 1] = at
     if w > 0 then add_run(out, z, math.max(at - w, 0), at + w, with_meta) end
   end
