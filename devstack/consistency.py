@@ -31,7 +31,8 @@ def assert_redis_equals_postgres(client: Any, database_url: str, board_id: str) 
         sort = board.sort if board else json.loads(client.get(prefix + "cfg"))["sort"]
         ties = board.ties if board else json.loads(client.get(prefix + "cfg"))["ties"]
         order = "score DESC" if sort == "desc" else "score ASC"
-        columns = len(board.tiebreakers) if board else len(json.loads(raw or "{}").get("tb", []))
+        spec = json.loads(raw or "{}").get("tb")
+        columns = len(board.tiebreakers) if board else (spec.count(",") + 1 if spec else 0)
         if columns:  # tie-breaker boards: the tie key's byte order is the board's order
             order += ", tie_key DESC" if sort == "desc" else ", tie_key ASC"
         order += (

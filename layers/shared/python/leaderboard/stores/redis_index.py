@@ -360,7 +360,7 @@ class WriteRules:
             region_order=tuple(cfg.get("regions") or ()),
             tiebreakers=tuple(
                 TieBreaker(name, cfg["sort"] if not flipped else _OTHER_SORT[cfg["sort"]])
-                for name, flipped in cfg.get("tb") or ()
+                for name, flipped in (parse_spec(cfg["tb"]) if cfg.get("tb") else ())
             ),
         )
 

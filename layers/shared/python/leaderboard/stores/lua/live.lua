@@ -22,7 +22,8 @@ local raw = redis.call('GET', KEYS[1])
 if not raw then return {'GONE'} end
 local cfg = cjson.decode(raw)
 local desc, first = cfg.sort == 'desc', cfg.ties == 'first'
-local spec = cfg.tb -- tie-breaker columns, or nil
+local spec = cfg.tb -- tie-breaker columns ("name:flipped,..."), or nil
+local ncols = spec and tb_cols(spec)
 local keyed = first or spec ~= nil
 
 local cursor = redis.call('HGET', KEYS[3], 'cursor')
@@ -104,7 +105,7 @@ local function rank_of(zkey, mkey, player)
     if desc then r = redis.call('ZREVRANK', zkey, member) else r = redis.call('ZRANK', zkey, member) end
     r = r + 1
   elseif spec then
-    r = tb_rank(zkey, desc, tb_group(member, spec))
+    r = tb_rank(zkey, desc, tb_group(member, ncols))
   elseif desc then
     r = redis.call('ZCOUNT', zkey, '(' .. s, '+inf') + 1
   else
@@ -131,7 +132,7 @@ for ch = 1, nch do
     for i = 1, #rows, 2 do
       local pid, s = rows[i], rows[i + 1]
       if keyed then pid = member_player(rows[i]) end
-      if spec then tbs[#tbs + 1] = tb_key(rows[i], spec) end
+      if spec then tbs[#tbs + 1] = tb_key(rows[i], ncols) end
       local position = (i - 1) / 2
       local rank
       if first then
@@ -139,8 +140,9 @@ for ch = 1, nch do
       else
         -- Competition ranking from the top: equal scores (tuples) share the rank of the first.
         local value = tonumber(s)
-        if spec then value = tb_group(rows[i], spec) end
-        if prev_score ~= nil and value == prev_score then rank = prev_rank else rank = position + 1 end
+        local same = prev_score ~= nil and value == prev_score
+        if same and spec then same = tb_group(rows[i], ncols) == tb_group(rows[i - 2], ncols) end
+        if same then rank = prev_rank else rank = position + 1 end
         prev_score, prev_rank = value, rank
       end
       top[#top + 1] = pid
@@ -158,7 +160,7 @@ for ch = 1, nch do
     for i = 1, math.min(#recent, max_changed) do
       local pid = recent[i][1]
       local s, r, member = rank_of(zkey, mkey, pid)
-      if spec then tbs[#tbs + 1] = s and tb_key(member, spec) or '' end
+      if spec then tbs[#tbs + 1] = s and tb_key(member, ncols) or '' end
       moved[#moved + 1] = pid
       moved[#moved + 1] = s or ''
       moved[#moved + 1] = r or ''
@@ -171,7 +173,7 @@ for ch = 1, nch do
       local found = redis.call('HMGET', KEYS[5], unpack(ids))
       for i = 1, #ids do metas[i] = found[i] or '' end
     end
-    if spec then tbs[#tbs + 1] = cjson.encode(spec) end -- what the caller decodes them with
+    if spec then tbs[#tbs + 1] = spec end -- what the caller decodes them with
     out[#out + 1] = {kind, period, region, version, previous, redis.call('ZCARD', zkey),
                      top, moved, truncated, metas, tbs}
   end

@@ -19,7 +19,8 @@ local cfg = cjson.decode(raw)
 if cfg.shards and cfg.shards > 1 then return {'SHARDED', raw} end
 local op, prefix = ARGV[1], ARGV[2]
 local desc, first = cfg.sort == 'desc', cfg.ties == 'first'
-local spec = cfg.tb -- tie-breaker columns, or nil
+local spec = cfg.tb -- tie-breaker columns ("name:flipped,..."), or nil
+local ncols = spec and tb_cols(spec)
 local keyed = first or spec ~= nil
 
 local function has(list, item)
@@ -47,11 +48,11 @@ local function place(sfx, player)
   local score = redis.call('ZSCORE', zkey, member)
   local rank
   local tbs = nil
-  if spec then tbs = tb_key(member, spec) end
+  if spec then tbs = tb_key(member, ncols) end
   if first then
     rank = pos + 1
   elseif spec then
-    rank = tb_rank(zkey, desc, tb_group(member, spec))
+    rank = tb_rank(zkey, desc, tb_group(member, ncols))
   elseif desc then
     rank = redis.call('ZCOUNT', zkey, '(' .. score, '+inf') + 1  -- 1 + strictly better scores
   else
@@ -90,7 +91,7 @@ if op == 'many' then
   end
   if spec then
     for i = 1, #tbs do out[#out + 1] = tbs[i] end
-    out[#out + 1] = cjson.encode(spec) -- what the caller decodes the tie keys with
+    out[#out + 1] = spec -- what the caller decodes the tie keys with
   end
   return out
 end
@@ -126,7 +127,7 @@ if op == 'standings' then
   end
   if spec then
     for i = 1, #tbs do out[#out + 1] = tbs[i] end
-    out[#out + 1] = cjson.encode(spec) -- what the caller decodes the tie keys with
+    out[#out + 1] = spec -- what the caller decodes the tie keys with
   end
   return out
 end

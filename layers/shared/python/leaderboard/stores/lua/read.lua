@@ -25,7 +25,8 @@ if ARGV[3] ~= '' and not has(cfg.regions, ARGV[3]) then return {'ERR', 'unknown_
 
 local key = KEYS[2]
 local desc, first = cfg.sort == 'desc', cfg.ties == 'first'
-local spec = cfg.tb -- tie-breaker columns, or nil
+local spec = cfg.tb -- tie-breaker columns ("name:flipped,..."), or nil
+local ncols = spec and tb_cols(spec)
 local keyed = first or spec ~= nil
 local total = redis.call('ZCARD', key)
 -- A closed period whose keys were purged after archiving is served from the archive.
@@ -66,13 +67,13 @@ else rows = redis.call('ZRANGE', key, start, start + size - 1, 'WITHSCORES') end
 
 local out = {'OK', total, start, ppos, #rows / 2}
 local players = {}
-local prev_score, prev_rank = nil, nil
+local prev_score, prev_rank, prev_member = nil, nil, nil
 local tbs = {}
 for i = 1, #rows, 2 do
   local pid, s = rows[i], rows[i + 1]
   local member = pid
   if keyed then pid = member_player(member) end
-  if spec then tbs[#tbs + 1] = tb_key(member, spec) end
+  if spec then tbs[#tbs + 1] = tb_key(member, ncols) end
   local position = start + (i - 1) / 2
   local rank
   if first then
@@ -81,19 +82,21 @@ for i = 1, #rows, 2 do
     -- Competition ranking: 1 + the number of strictly better scores (tuples, with
     -- tie-breakers).
     local value = tonumber(s)
-    if spec then value = tb_group(member, spec) end
-    if prev_score ~= nil and value == prev_score then
+    local same = prev_score ~= nil and value == prev_score
+    -- equal scores: equal tuples only with equal tie keys (compared only then)
+    if same and spec then same = tb_group(member, ncols) == tb_group(prev_member, ncols) end
+    if same then
       rank = prev_rank
     elseif prev_score ~= nil then
       rank = position + 1
     elseif spec then
-      rank = tb_rank(key, desc, value)
+      rank = tb_rank(key, desc, tb_group(member, ncols))
     elseif desc then
       rank = redis.call('ZCOUNT', key, '(' .. s, '+inf') + 1
     else
       rank = redis.call('ZCOUNT', key, '-inf', '(' .. s) + 1
     end
-    prev_score, prev_rank = value, rank
+    prev_score, prev_rank, prev_member = value, rank, member
   end
   out[#out + 1] = pid
   out[#out + 1] = s
@@ -106,6 +109,6 @@ if #players > 0 then
 end
 if spec then
   for i = 1, #tbs do out[#out + 1] = tbs[i] end
-  out[#out + 1] = cjson.encode(spec) -- what the caller decodes the tie keys with
+  out[#out + 1] = spec -- what the caller decodes the tie keys with
 end
 return out

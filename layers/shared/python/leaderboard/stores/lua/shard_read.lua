@@ -31,12 +31,16 @@ if current ~= ARGV[2] then
 end
 local op, desc, first = ARGV[1], ARGV[3] == '1', ARGV[4] == '1'
 local spec = nil -- tie-breaker columns, or nil
-if string.find(ARGV[2], '"tb"', 1, true) then spec = cjson.decode(ARGV[2]).tb end
+local ncols = nil
+if string.find(ARGV[2], '"tb"', 1, true) then
+  spec = cjson.decode(ARGV[2]).tb
+  ncols = tb_cols(spec)
+end
 local keyed = first or spec ~= nil -- members carry a prefix ending in '|'
 
 -- Members with a strictly better score (tuple, on tie-breaker boards) than this entry's.
 local function better_count(z, score, member)
-  if spec then return tb_rank(z, desc, tb_group(member, spec)) - 1 end
+  if spec then return tb_rank(z, desc, tb_group(member, ncols)) - 1 end
   if desc then return redis.call('ZCOUNT', z, '(' .. score, '+inf') end
   return redis.call('ZCOUNT', z, '-inf', '(' .. score)
 end

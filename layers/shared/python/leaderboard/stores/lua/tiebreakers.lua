@@ -30,13 +30,19 @@ local function member_player(member)
   return string.sub(member, string.find(member, '|', 1, true) + 1)
 end
 
+-- How many columns a board's spec names ("name:flipped,..." : the board's cfg `tb`).
+local function tb_cols(spec)
+  local _, commas = string.gsub(spec, ',', ',')
+  return commas + 1
+end
+
 -- (score key .. tie key) of a member: what equal ranks share on a shared-ties board.
-local function tb_group(member, spec)
-  return string.sub(member, 1, TB_W * (1 + #spec))
+local function tb_group(member, ncols)
+  return string.sub(member, 1, TB_W * (1 + ncols))
 end
 
 -- The tie key of a member (its columns' digits): the caller decodes it with the board's
 -- columns (leaderboard/domain/tiebreakers.py), so a read pays one string.sub an entry.
-local function tb_key(member, spec)
-  return string.sub(member, TB_W + 1, TB_W * (1 + #spec))
+local function tb_key(member, ncols)
+  return string.sub(member, TB_W + 1, TB_W * (1 + ncols))
 end
