@@ -19,7 +19,8 @@
 --       17 max entries ('' = none for 14-17), 18 where the set suffix starts in a set key,
 --       19 '1' = a shard of a sharded board (no rank: it takes every shard; rank '-'),
 --       20 (shards of sharded ties=first boards) the member prefix of this arrival, 21 the
---       arrival as a number (kept in the record: a rebuild orders the ties by it).
+--       arrival as a number (kept in the record: a rebuild orders the ties by it), 22 the
+--       validation hook's verdict, kept in the outbox (19-21 are then '' where unused).
 -- Returns {'OK', record} | {'REPLAY', record} | {'STALE', cfg text} | {'ERR', code, ...}.
 -- A record is "event_id\tapplied\tversion\tnow_ms\tmode[\tarrival]", then one "suffix\tscore\trank\tchanged"
 -- line per set (suffix = period[:region]; rank '' = trimmed out by max_entries, '-' = not
@@ -130,14 +131,14 @@ local tie = ''
 if first then
   -- Equal scores order by member; this prefix makes the earlier arrival come first. A shard
   -- of a sharded board gets it from the caller: an arrival stamp all shards compare alike.
-  if ARGV[20] then tie = ARGV[20]
+  if (ARGV[20] or '') ~= '' then tie = ARGV[20]
   elseif desc then tie = string.format('%015d|', 999999999999999 - version)
   else tie = string.format('%015d|', version) end
 end
 
 local applied = false
 local parts = {ARGV[5], '\t', '0', '\t', version, '\t', ARGV[4], '\t', mode}
-if ARGV[21] then parts[#parts + 1] = '\t' .. ARGV[21] end -- the arrival ordering its ties
+if (ARGV[21] or '') ~= '' then parts[#parts + 1] = '\t' .. ARGV[21] end -- the arrival ordering its ties
 local evicted
 for i = 1, n do
   local z, m, member, new, changed, shown
@@ -250,5 +251,5 @@ local record = table.concat(parts)
 if fp ~= '' then redis.call('SET', KEYS[3], fp .. '\n' .. record, 'EX', ARGV[9]) end
 -- The outbox keeps the event until the relay has seen it in PostgreSQL: if this process dies
 -- before its queue send, the event still reaches the system of record.
-redis.call('XADD', KEYS[9], '*', 'r', record, 'p', player, 's', delta, 'g', ARGV[6], 'm', meta)
+redis.call('XADD', KEYS[9], '*', 'r', record, 'p', player, 's', delta, 'g', ARGV[6], 'm', meta, 'h', ARGV[22] or '')
 return {'OK', record}
