@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from leaderboard.domain.clock import iso
 from leaderboard.stores.postgres import Database
 
 # One backward scan of the partial index score_events_review (migration 0008) per page.
@@ -51,7 +52,7 @@ class HookReview:
                 "operation": payload.get("operation"),
                 "applied": payload.get("applied"),
                 "version": payload.get("version"),
-                "occurred_at": occurred.isoformat().replace("+00:00", "Z"),
+                "occurred_at": iso(occurred),
                 "hook_verdict": hook_verdict,
                 "hook_reason": reason,
             }
