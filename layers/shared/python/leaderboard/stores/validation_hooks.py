@@ -54,7 +54,7 @@ class LambdaInvoker:
                     connect_timeout=seconds,
                     read_timeout=seconds,
                     # A retry would spend the budget again: a failure is the policy's to answer.
-                    retries={"max_attempts": 1, "mode": "standard"},
+                    retries={"total_max_attempts": 1, "mode": "standard"},
                     tcp_keepalive=True,
                 )
                 client = boto3.client("lambda", endpoint_url=self.endpoint_url, config=config)
