@@ -15,6 +15,7 @@ import redis
 
 from leaderboard.domain.auth import Caller
 from leaderboard.domain.errors import HookUnavailable, RejectedByHook
+from leaderboard.domain.periods import ALL_TIME, current_periods
 from leaderboard.services.relay import OutboxRelay
 from leaderboard.services.scores import ScoreService
 from leaderboard.stores.redis_index import BoardKeys, RedisIndex
@@ -321,3 +322,42 @@ def test_a_hook_costs_no_redis_round_trip(redis_url, clock, hooks, board_id):
 def _try(service: ScoreService, board_id: str, score: int) -> None:
     with contextlib.suppress(RejectedByHook):
         service.submit(board_id, {"player_id": "ada", "score": score}, SERVER, None)
+
+
+@pytest.mark.parametrize("ties", ["shared", "first"])
+def test_a_sharded_boards_outbox_keeps_the_verdict_beside_its_arrival(
+    service, index, sink, clock, board_id, ties
+):
+    """On a shard the script gets ARGV 19 (and 20-21 on ties=first boards) before the verdict:
+    padding them must change nothing about the ranks, the tie order or the record."""
+    publish(
+        index,
+        board_id,
+        shards=2,
+        ties=ties,
+        mode="best",
+        validation_hook={"target": "referee"},
+    )
+    for player, score in (("ada", 5), ("bob", 1500), ("cy", 5)):
+        service.submit(board_id, {"player_id": player, "score": score}, SERVER, None)
+    assert [(e.player_id, e.hook_verdict) for e in sink.events] == [
+        ("ada", "accept"),
+        ("bob", "flag"),
+        ("cy", "accept"),
+    ]
+    assert all(s.unranked for e in sink.events for s in e.standings)
+    assert all((e.arrival is not None) == (ties == "first") for e in sink.events)
+    verdicts = {}
+    for name in index.key_spaces(board_id):
+        for _, result, fields in index.outbox_entries(
+            name, older_than_ms=index.server_time_ms() + 1, count=10
+        ):
+            verdicts[fields["p"]] = (result.hook_verdict, result.arrival is not None)
+    assert verdicts == {
+        "ada": ("accept", ties == "first"),
+        "bob": ("flag", ties == "first"),
+        "cy": ("accept", ties == "first"),
+    }
+    page = index.window(board_id, current_periods(clock())[ALL_TIME], None, op="page", size=3)
+    order = [e.player_id for e in page.entries]
+    assert order == (["bob", "ada", "cy"] if ties == "first" else ["bob", "cy", "ada"])
