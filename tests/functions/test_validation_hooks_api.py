@@ -103,6 +103,8 @@ def test_hooks_over_the_api_reach_the_record_and_the_review_route(
         api.call("GET", f"/boards/{board_id}/flags?verdict=accept", token=admin_token).status == 400
     )
     assert api.call("GET", "/boards/no-such-board/flags", token=admin_token).status == 404
+    empty = api.call("GET", f"/boards/{board_id}/flags?player_id=", token=admin_token)
+    assert empty.status == 400 and empty.json()["field"] == "player_id"
 
 
 def test_a_timeout_and_a_failure_over_the_api_follow_the_boards_policy(

@@ -94,7 +94,7 @@ class BoardAdminService:
         if verdict not in ("flag", "failed_open"):
             raise BadRequest("verdict must be flag or failed_open", field="verdict")
         raw_player = query.get("player_id")
-        player_id = None if raw_player in (None, "") else require_player_id(raw_player)
+        player_id = None if raw_player is None else require_player_id(raw_player)
         limit = query_int(query.get("limit"), "limit", default=50, minimum=1, maximum=200)
         before = query.get("before")
         if before is not None and not _EVENT_ID_RE.fullmatch(before):
