@@ -124,6 +124,12 @@ def test_the_request_lists_every_submission_in_order():
     }
 
 
+def test_the_request_carries_tie_breaker_values_where_the_board_has_them():
+    sub = Submission("ada", 3, None, None, tiebreakers={"time_ms": 81234, "deaths": 2})
+    item = hook_request("speedrun", [(sub, None)])["submissions"][0]
+    assert item["tiebreakers"] == {"time_ms": 81234, "deaths": 2}
+
+
 def test_a_well_formed_answer_is_one_verdict_per_submission():
     answer = {
         "verdicts": [

@@ -15,7 +15,7 @@ from leaderboard.services.live import board_channels
 from leaderboard.stores.redis_index import BoardKeys, RedisIndex
 from leaderboard.stores.redis_live import LiveIndex
 from tests.support.boards import publish
-from tests.support.live import NOW, num, submit
+from tests.support.live import NOW, num, submit, submit_on_both
 from tests.support.reference_model import ModelBoard
 
 
@@ -99,8 +99,20 @@ def _check_live(
     for batch in batches:
         touched: dict[tuple[str, str | None], set[str]] = defaultdict(set)
         before = {k: dict(v) for k, v in model.keys.items()}
+        # Issue 23: a changed entry's previous_rank is its rank before its first change since
+        # the last update (None: it had no entry, it was trimmed out first, a sharded board).
+        previous: dict[tuple[str, str | None], dict[str, int | None]] = defaultdict(dict)
         for player, score, region in batch:
-            submit(session_index, model, board_id, player, score, region, {"n": player})
+            held = {k: set(v) for k, v in model.keys.items()}
+            _, standings = submit_on_both(
+                session_index, model, board_id, player, score, region, {"n": player}
+            )
+            for period, where, new, _, old, prev_rank, _ in standings:
+                if old is None or new != old:
+                    previous[(period, where)].setdefault(player, prev_rank)
+            for key, players in held.items():
+                for gone in players - set(model.keys.get(key, {})):
+                    previous[key].setdefault(gone, None)
         for key, rows in model.keys.items():
             old = before.get(key, {})
             for player in set(rows) | set(old):
@@ -134,6 +146,9 @@ def _check_live(
                     if index is None
                     else (model.rank_of(ordered, index), num(ordered[index].score))
                 )
+            assert {e.player_id: e.previous_rank for e in update.changed} == {
+                p: previous[(period, region)][p] if shards == 1 else None for p in reported
+            }
             key = (update.channel.period_kind, region)
             assert update.previous_version == last_version.get(key)
             assert update.version > (last_version.get(key) or 0)  # versions only grow

@@ -24,6 +24,19 @@ def submit(
     region: str | None = None,
     metadata: dict[str, Any] | None = None,
 ) -> int:
+    return submit_on_both(index, model, board_id, player, score, region, metadata)[0]
+
+
+def submit_on_both(
+    index: RedisIndex,
+    model: ModelBoard,
+    board_id: str,
+    player: str,
+    score: float,
+    region: str | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> tuple[int, list[tuple]]:
+    """(the version Redis answered, the model's standings of this submission)."""
     periods = {k: p for k, p in current_periods(NOW).items() if k in model.cfg.periods}
     result = index.submit(
         board_id,
@@ -33,8 +46,8 @@ def submit(
         periods=periods,
         idempotency=None,
     )
-    model.submit(player, float(score), region, metadata, NOW)
-    return result.version
+    _, standings = model.submit(player, float(score), region, metadata, NOW)
+    return result.version, standings
 
 
 def num(value: float) -> int | float:

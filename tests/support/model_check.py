@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from leaderboard.domain.auth import Caller
 from leaderboard.domain.errors import DomainError, NotFound
 from leaderboard.domain.periods import ALL_TIME
+from leaderboard.domain.tiebreakers import TIEBREAKER_LIMIT
 from leaderboard.services.reads import ReadService
 from leaderboard.services.scores import ScoreService
 from tests.support.boards import ListSink, MovableClock, publish
@@ -23,6 +24,9 @@ PLAYERS = ["ann", "bob", "cy", "dee", "eve", "fay", "gus"]
 REGIONS = [None, "EU", "NA"]
 SCORES = st.one_of(st.integers(-40, 60), st.sampled_from([0.5, 2.25, -1.5, 7.75, 100]))
 SERVER = Caller("game-server", frozenset({"leaderboard/server"}))
+LIMIT = TIEBREAKER_LIMIT
+# Few values, so tuples tie often, and the bounds themselves.
+TB_VALUES = st.one_of(st.integers(-1, 2), st.sampled_from([-LIMIT, LIMIT, LIMIT - 1]))
 
 submit_op = st.tuples(
     st.just("submit"),
@@ -30,6 +34,9 @@ submit_op = st.tuples(
     SCORES,
     st.sampled_from([*REGIONS, "XX"]),
     st.one_of(st.none(), st.fixed_dictionaries({"n": st.integers(0, 9)})),
+    # tie-breaker values for whichever columns the board has, sometimes given wrong (422)
+    st.fixed_dictionaries({"t1": TB_VALUES, "t2": TB_VALUES, "t3": TB_VALUES}),
+    st.sampled_from(["ok"] * 8 + ["missing", "extra"]),
 )
 advance_op = st.tuples(st.just("advance"), st.sampled_from([1, 5, 23, 24 * 3, 24 * 8, 24 * 31]))
 OPS = st.lists(st.one_of(submit_op, submit_op, submit_op, advance_op), min_size=1, max_size=28)
@@ -40,10 +47,35 @@ rules = st.fixed_dictionaries(
         "max_increment": st.sampled_from([None, 25]),
     }
 )
+_column = st.sampled_from(["asc", "desc"])
+# Issue 23: 1-3 tie-breaker columns in mixed directions.
+tiebreaker_rules = st.fixed_dictionaries(
+    {
+        "max_entries": st.sampled_from([None, None, 3]),
+        "bounds": st.sampled_from([None, (-50, 80)]),
+        "max_increment": st.sampled_from([None, 25]),
+        "tiebreakers": st.lists(_column, min_size=1, max_size=3).map(
+            lambda sorts: [{"name": f"t{i + 1}", "sort": s} for i, s in enumerate(sorts)]
+        ),
+    }
+)
+
+
+def _tiebreakers(model: ModelBoard, values: dict, how: str) -> dict | None:
+    """What a submission sends: the board's columns, or a wrong set of them."""
+    names = [c.name for c in model.cfg.tiebreakers]
+    if how == "missing":
+        names = names[:-1]
+    elif how == "extra":
+        names = [*names, "zz"]
+    return {n: values.get(n, 0) for n in names} or None
 
 
 def _norm(entries: list[dict]) -> list[tuple]:
-    return [(e["rank"], e["player_id"], float(e["score"]), e["metadata"]) for e in entries]
+    return [
+        (e["rank"], e["player_id"], float(e["score"]), e["metadata"], e.get("tiebreakers"))
+        for e in entries
+    ]
 
 
 def _compare_reads(
@@ -86,11 +118,18 @@ def _compare_reads(
                         reads.player(board_id, player, query)
                     continue
                 got = reads.player(board_id, player, query)
-                assert (got["rank"], float(got["score"]), got["total"], got["metadata"]) == (
+                assert (
+                    got["rank"],
+                    float(got["score"]),
+                    got["total"],
+                    got["metadata"],
+                    got.get("tiebreakers"),
+                ) == (
                     exp_player["rank"],
                     exp_player["score"],
                     exp_player["total"],
                     exp_player["metadata"],
+                    exp_player.get("tiebreakers"),
                 ), (period, region, player)
                 _, exp_window = model.around(period, region, player, 3)
                 got = reads.around(board_id, player, query | {"count": "3"})
@@ -127,6 +166,7 @@ def _compare_standings(model, reads, board_id, clock) -> None:
             got = reads.standings(board_id, player, query)["standings"]
             assert [
                 (s["period"], s["kind"], s["region"], s["rank"], float(s["score"]), s["total"])
+                + ((s["tiebreakers"],) if "tiebreakers" in s else ())
                 for s in got
             ] == expected, (player, region)
             assert all(s["top_percent"] == round(100 * s["rank"] / s["total"], 4) for s in got)
@@ -152,6 +192,8 @@ def _new_board(index, mode, sort, ties, board_rules, shards=1):
         body["min_score"], body["max_score"] = board_rules["bounds"]
     if mode == "increment":
         body["max_increment"] = board_rules["max_increment"]
+    if board_rules.get("tiebreakers"):
+        body["tiebreakers"] = board_rules["tiebreakers"]
     board = publish(index, board_id, **body)
     if shards > 1:  # not a field of the API yet: set on the parsed board
         board = replace(board, shards=shards)
@@ -164,20 +206,48 @@ def _new_board(index, mode, sort, ties, board_rules, shards=1):
     return board_id, clock, ModelBoard(board)
 
 
-def _payload(player, score, region, metadata) -> dict:
+def _payload(player, score, region, metadata, tiebreakers=None) -> dict:
     payload = {"player_id": player, "score": score}
     if region:
         payload["region"] = region
     if metadata is not None:
         payload["metadata"] = metadata
+    if tiebreakers is not None:
+        payload["tiebreakers"] = tiebreakers
     return payload
 
 
 def _as_answered(standings: list[tuple], shards: int) -> list[tuple]:
-    """A submission to a sharded board reaches one shard, so it answers no rank (documented)."""
-    if shards == 1:
-        return standings
-    return [(period, region, score, None) for period, region, score, _ in standings]
+    """(period, region, score, rank, previous score, previous rank, tie-breakers) as a
+    submission answers them: one to a sharded board reaches one shard, so it answers no rank
+    (documented)."""
+    return [
+        (
+            period,
+            region,
+            score,
+            rank if shards == 1 else None,
+            old,
+            before if shards == 1 else None,
+            tb,
+        )
+        for period, region, score, rank, old, before, tb in standings
+    ]
+
+
+def _answered(standings: list[dict]) -> list[tuple]:
+    return [
+        (
+            s["period"],
+            s["region"],
+            float(s["score"]),
+            s["rank"],
+            None if s["previous_score"] is None else float(s["previous_score"]),
+            s["previous_rank"],
+            s.get("tiebreakers"),
+        )
+        for s in standings
+    ]
 
 
 def check_against_model(index, mode, sort, ties, ops, board_rules, shards=1) -> None:
@@ -190,10 +260,13 @@ def check_against_model(index, mode, sort, ties, ops, board_rules, shards=1) -> 
         if op[0] == "advance":
             clock.now += timedelta(hours=op[1])
             continue
-        _, player, score, region, metadata = op
-        payload = _payload(player, score, region, metadata)
+        _, player, score, region, metadata, tb_values, how = op
+        tiebreakers = _tiebreakers(model, tb_values, how)
+        payload = _payload(player, score, region, metadata, tiebreakers)
         try:
-            applied, standings = model.submit(player, float(score), region, metadata, clock())
+            applied, standings = model.submit(
+                player, float(score), region, metadata, clock(), tiebreakers
+            )
             expected_error = None
         except ModelError as exc:
             expected_error = exc.code
@@ -205,9 +278,7 @@ def check_against_model(index, mode, sort, ties, ops, board_rules, shards=1) -> 
             continue
         assert expected_error is None, f"expected {expected_error} for {payload}, got {got}"
         assert got["applied"] == applied
-        assert [
-            (s["period"], s["region"], float(s["score"]), s["rank"]) for s in got["standings"]
-        ] == _as_answered(standings, shards)
+        assert _answered(got["standings"]) == _as_answered(standings, shards)
 
     _compare_reads(model, reads, board_id, clock)
 
@@ -253,6 +324,7 @@ def check_batches_against_model(index, mode, sort, ties, ops, board_rules, shard
                 body.get("region"),
                 body.get("metadata"),
                 clock(),
+                body.get("tiebreakers"),
             )
         except ModelError:
             return (422,)
@@ -276,10 +348,7 @@ def check_batches_against_model(index, mode, sort, ties, ops, board_rules, shard
                 assert got["status"] == 200 and not got["replayed"], (item, got)
                 result = got["result"]
                 assert result["applied"] == applied, item
-                assert [
-                    (s["period"], s["region"], float(s["score"]), s["rank"])
-                    for s in result["standings"]
-                ] == _as_answered(standings, shards), item
+                assert _answered(result["standings"]) == _as_answered(standings, shards), item
                 if key:
                     stored[key][1].update(result)
             else:
@@ -302,8 +371,8 @@ def check_batches_against_model(index, mode, sort, ties, ops, board_rules, shard
                 again["score"] = again["score"] + 1
             items.append(again)
         elif kind == "submit":
-            _, player, score, region, metadata = op
-            item = _payload(player, score, region, metadata)
+            _, player, score, region, metadata, tb_values, how = op
+            item = _payload(player, score, region, metadata, _tiebreakers(model, tb_values, how))
             if n % 2 == 0:
                 item["idempotency_key"] = f"k-{n}"
                 keyed.append(item)

@@ -1,8 +1,9 @@
 """A small, obviously-correct model of a board, for checking the Redis scripts against.
 
 It keeps plain dicts and sorts on every read; nothing here is clever. Orderings mirror what the
-API promises: better score first; ties by arrival for ties=first, otherwise by player id in the
-direction of the sort (Redis orders equal scores by member).
+API promises: better score first, then each tie-breaker column in its own direction; ties by
+arrival for ties=first, otherwise by player id in the direction of the sort (Redis orders equal
+scores by member).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class Row:
     player: str
     score: float
     stamp: int
+    tb: tuple[int, ...] = ()  # the board's tie-breaker columns, in order
 
 
 @dataclass
@@ -39,19 +41,31 @@ class ModelBoard:
     seq: int = 0
 
     # --- ordering and ranks ---------------------------------------------------------------
+    def tuple_of(self, row: Row) -> tuple[float, ...]:
+        """(score, tie-breakers...) with every column turned to compare like the score: a
+        greater tuple is a better one on a desc board, a smaller one on an asc board."""
+        turned = (
+            v if c.sort == self.cfg.sort else -v
+            for c, v in zip(self.cfg.tiebreakers, row.tb, strict=True)
+        )
+        return (row.score, *turned)
+
     def ordered(self, period: str, region: str | None) -> list[Row]:
         rows = list(self.keys.get((period, region), {}).values())
         desc = self.cfg.sort == "desc"
         if self.cfg.ties == "first":
-            return sorted(rows, key=lambda r: (-r.score if desc else r.score, r.stamp))
-        return sorted(rows, key=lambda r: (r.score, r.player), reverse=desc)
+            sign = -1 if desc else 1
+            return sorted(rows, key=lambda r: (*(sign * x for x in self.tuple_of(r)), r.stamp))
+        return sorted(rows, key=lambda r: (*self.tuple_of(r), r.player), reverse=desc)
 
     def rank_of(self, rows: list[Row], index: int) -> int:
         if self.cfg.ties == "first":
             return index + 1
-        score = rows[index].score
+        mine = self.tuple_of(rows[index])
         desc = self.cfg.sort == "desc"
-        return 1 + sum(1 for r in rows if (r.score > score if desc else r.score < score))
+        return 1 + sum(
+            1 for r in rows if (self.tuple_of(r) > mine if desc else self.tuple_of(r) < mine)
+        )
 
     # --- writes ---------------------------------------------------------------------------
     def submit(
@@ -61,10 +75,15 @@ class ModelBoard:
         region: str | None,
         metadata: dict[str, Any] | None,
         now: datetime,
+        tiebreakers: dict[str, int] | None = None,
     ) -> tuple[bool, list[tuple]]:
         cfg = self.cfg
         if region is not None and region not in (cfg.regions or ()):
             raise ModelError("unknown_region")
+        names = [c.name for c in cfg.tiebreakers]
+        if set(tiebreakers or ()) != set(names) and (names or tiebreakers):
+            raise ModelError("tiebreakers")
+        tb = tuple((tiebreakers or {})[name] for name in names)
         if cfg.mode == "increment":
             if cfg.max_increment is not None and abs(score) > cfg.max_increment:
                 raise ModelError("max_increment")
@@ -83,6 +102,7 @@ class ModelBoard:
                 continue
             old_row = self.keys.get((pid, reg), {}).get(player)
             old = None if old_row is None else old_row.score
+            new_tb = tb
             if cfg.mode == "increment":
                 new = (old or 0.0) + score
                 if (
@@ -91,23 +111,34 @@ class ModelBoard:
                     or (cfg.max_score is not None and new > cfg.max_score)
                 ):
                     raise ModelError("bounds")
-            elif cfg.mode == "best":
-                better = old is None or (score > old if desc else score < old)
+            elif cfg.mode == "best":  # the whole tuple is compared
+                assert old_row is None or old is not None
+                mine = self.tuple_of(Row(player, score, 0, tb))
+                was = None if old_row is None else self.tuple_of(old_row)
+                better = was is None or (mine > was if desc else mine < was)
                 new = score if better else old
+                if not better:
+                    assert old_row is not None
+                    new_tb = old_row.tb
             else:
                 new = score
-            plan.append((pid, reg, old, float(new)))
+            prev_rank = None
+            if old_row is not None:
+                rows_before = self.ordered(pid, reg)
+                at = next(i for i, r in enumerate(rows_before) if r.player == player)
+                prev_rank = self.rank_of(rows_before, at)
+            old_tb = None if old_row is None else old_row.tb
+            plan.append((pid, reg, old, float(new), prev_rank, old_tb, new_tb))
         self.seq += 1
         applied = False
         standings = []
         victims: list[str] = []
-        for pid, reg, old, new in plan:
+        for pid, reg, old, new, prev_rank, old_tb, new_tb in plan:
             rows = self.keys.setdefault((pid, reg), {})
             present = True
-            if old is None or new != old:
+            if old is None or new != old or new_tb != old_tb:
                 applied = True
-                stamp = self.seq if (old is None or new != old) else rows[player].stamp
-                rows[player] = Row(player, new, stamp)
+                rows[player] = Row(player, new, self.seq, new_tb)
                 if cfg.max_entries is not None:
                     ordered = self.ordered(pid, reg)
                     for victim in ordered[cfg.max_entries :]:
@@ -120,7 +151,8 @@ class ModelBoard:
                 ordered = self.ordered(pid, reg)
                 index = next(i for i, r in enumerate(ordered) if r.player == player)
                 rank = self.rank_of(ordered, index)
-            standings.append((pid, reg, new, rank))
+            # (period, region, score, rank, previous score, previous rank): the entry before
+            standings.append((pid, reg, new, rank, old, prev_rank, self._tb_json(new_tb)))
         for victim_id in victims:  # decided after every key: a player may leave one, enter another
             if not self.present_anywhere(victim_id):
                 self.meta.pop(victim_id, None)
@@ -137,14 +169,22 @@ class ModelBoard:
         self.meta.pop(player, None)
 
     # --- reads ----------------------------------------------------------------------------
+    def _tb_json(self, tb: tuple[int, ...]) -> dict[str, int] | None:
+        if not self.cfg.tiebreakers:
+            return None
+        return {c.name: v for c, v in zip(self.cfg.tiebreakers, tb, strict=True)}
+
     def _entry(self, rows: list[Row], index: int) -> dict[str, Any]:
         row = rows[index]
-        return {
+        entry = {
             "rank": self.rank_of(rows, index),
             "player_id": row.player,
             "score": row.score,
             "metadata": self.meta.get(row.player),
         }
+        if self.cfg.tiebreakers:
+            entry["tiebreakers"] = self._tb_json(row.tb)
+        return entry
 
     def page(self, period: str, region: str | None, offset: int, limit: int) -> tuple[int, list]:
         rows = self.ordered(period, region)
@@ -211,5 +251,6 @@ class ModelBoard:
                             found["score"],
                             found["total"],
                         )
+                        + ((found["tiebreakers"],) if "tiebreakers" in found else ())
                     )
         return out

@@ -11,6 +11,7 @@ from leaderboard.domain.hooks import HookConfig, parse_hook_field
 from leaderboard.domain.live import DEFAULT_LIVE_TOP, MAX_LIVE_TOP, board_channel
 from leaderboard.domain.periods import ALL_TIME, PERIOD_KINDS, WEEKLY
 from leaderboard.domain.shards import MAX_SHARDS
+from leaderboard.domain.tiebreakers import TieBreaker, parse_columns, script_spec
 from leaderboard.domain.validation import (
     REGION_RE,
     require_int,
@@ -24,7 +25,7 @@ MAX_REGIONS = 32
 MAX_ENTRIES_LIMIT = 10_000_000
 MAX_RATE_PER_MINUTE = 100_000
 # Once a board has entries these would silently change the meaning of stored scores.
-IMMUTABLE_WITH_ENTRIES = ("sort", "mode", "ties", "periods", "shards")
+IMMUTABLE_WITH_ENTRIES = ("sort", "mode", "ties", "periods", "shards", "tiebreakers")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,8 @@ class BoardConfig:
     live_top: int = DEFAULT_LIVE_TOP
     # Players spread over this many sorted sets (leaderboard/domain/shards.py).
     shards: int = 1
+    # Integer columns ordering equal scores, in order (leaderboard/domain/tiebreakers.py).
+    tiebreakers: tuple[TieBreaker, ...] = ()
     # Called before each submission is applied (leaderboard/domain/hooks.py); None: no hook.
     validation_hook: HookConfig | None = None
     created_at: str = ""
@@ -58,6 +61,7 @@ class BoardConfig:
         data.pop("version")
         data["periods"] = list(self.periods)
         data["regions"] = list(self.regions) if self.regions is not None else None
+        data["tiebreakers"] = [c.to_public() for c in self.tiebreakers]
         data["live_channel"] = board_channel(self.board_id)
         return data
 
@@ -72,6 +76,8 @@ class BoardConfig:
         }
         if self.shards > 1:
             cfg["shards"] = self.shards
+        if self.tiebreakers:
+            cfg["tb"] = script_spec(self.tiebreakers, self.sort)
         if self.validation_hook is not None:
             # The write path learns of the hook from the rules it caches (the scripts skip it).
             cfg["hook"] = self.validation_hook.to_json()
@@ -104,6 +110,7 @@ class BoardConfig:
             rate_limit_per_minute=data.get("rate_limit_per_minute"),
             live_top=int(data.get("live_top", DEFAULT_LIVE_TOP)),
             shards=int(data.get("shards", 1)),
+            tiebreakers=parse_columns(data.get("tiebreakers")),
             validation_hook=HookConfig.from_json(data.get("validation_hook")),
             created_at=data.get("created_at", ""),
             updated_at=data.get("updated_at", ""),
@@ -125,6 +132,7 @@ _FIELDS = (
     "rate_limit_per_minute",
     "live_top",
     "shards",
+    "tiebreakers",
     "validation_hook",
 )
 
@@ -196,6 +204,8 @@ def _parse_field(name: str, value: Any, hook_targets: Collection[str]) -> Any:
         return require_int(value, name, minimum=1, maximum=MAX_LIVE_TOP)
     if name == "shards":
         return require_int(value, name, minimum=1, maximum=MAX_SHARDS)
+    if name == "tiebreakers":
+        return parse_columns(value)
     if name == "validation_hook":
         return parse_hook_field(value, hook_targets)
     raise AssertionError(name)  # pragma: no cover
@@ -243,6 +253,11 @@ def parse_board_request(
         raise BadRequest(
             "max_entries cannot be exact on a sharded board: use shards 1, or no max_entries",
             field="max_entries",
+        )
+    if board.shards > 1 and board.tiebreakers:
+        raise BadRequest(
+            "tiebreakers are not yet available on sharded boards: use shards 1",
+            field="tiebreakers",
         )
     if existing is not None and has_entries:
         changed = [f for f in IMMUTABLE_WITH_ENTRIES if getattr(existing, f) != getattr(board, f)]

@@ -45,6 +45,13 @@ class Standing:
     rank: int | None
     changed: bool = True
     unranked: bool = False
+    # The entry before this submission: None for a new entry (previous_rank also on a sharded
+    # board, where ranks are read across shards).
+    previous_score: int | float | None = None
+    previous_rank: int | None = None
+    # Tie-breaker boards: the kept entry's tie key (as stored) and its columns' values.
+    tie_key: str | None = None
+    tiebreakers: dict[str, int] | None = None
 
     @property
     def present(self) -> bool:
@@ -58,7 +65,9 @@ class Standing:
             "region": self.region,
             "score": self.score,
             "rank": self.rank,
-        }
+            "previous_score": self.previous_score,
+            "previous_rank": self.previous_rank,
+        } | ({"tiebreakers": self.tiebreakers} if self.tiebreakers is not None else {})
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,16 +114,7 @@ class ScoreEvent:
             "version": self.version,
             "applied": self.applied,
             "occurred_at_ms": self.occurred_at_ms,
-            "scores": [
-                {
-                    "period": s.period,
-                    "region": s.region,
-                    "score": s.score,
-                    "present": s.present,
-                    "changed": s.changed,
-                }
-                for s in self.standings
-            ],
+            "scores": [_score_json(s) for s in self.standings],
             "evicted": [asdict(e) for e in self.evictions],
         }
         if self.arrival is not None:
@@ -126,3 +126,19 @@ class ScoreEvent:
 
     def to_message(self) -> str:
         return json.dumps(self.to_json(), separators=(",", ":"))
+
+
+def _score_json(standing: Standing) -> dict[str, Any]:
+    """One entry of the event's `scores`; on tie-breaker boards with the kept tie-breakers and
+    their ordering key (what the record orders by and a rebuild restores)."""
+    body: dict[str, Any] = {
+        "period": standing.period,
+        "region": standing.region,
+        "score": standing.score,
+        "present": standing.present,
+        "changed": standing.changed,
+    }
+    if standing.tie_key is not None:
+        body["tiebreakers"] = standing.tiebreakers
+        body["tie_key"] = standing.tie_key
+    return body

@@ -24,8 +24,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-# board, period, region, player, score, version, reached_version, present, reached_arrival
-StandingRow = tuple[str, str, str, str, float, int, int | None, bool, int | None]
+# board, period, region, player, score, version, reached_version, present, reached_arrival,
+# tie_key (tie-breaker boards: the tie-breakers' ordering key, which moves with the score)
+StandingRow = tuple[str, str, str, str, float, int, int | None, bool, int | None, str | None]
 # board, player, metadata JSON (None: clear it), version
 MetadataRow = tuple[str, str, str | None, int]
 
@@ -41,6 +42,8 @@ class StandingChange(Protocol):
     def present(self) -> bool: ...
     @property
     def changed(self) -> bool: ...
+    @property
+    def tie_key(self) -> str | None: ...
 
 
 class EvictionNotice(Protocol):
@@ -86,7 +89,7 @@ def fold_events(events: Iterable[FoldableEvent]) -> FoldedBatch:
     the primary key's B-tree in order.
     """
     # (board, period, region) -> player ->
-    #     [version, is_eviction, score, present, reached version, its arrival]
+    #     [version, is_eviction, score, present, reached version, its arrival, tie key]
     # Grouped so that sorting compares player ids, not 4-tuples: half the fold's time went
     # into tuple comparisons.
     boards: dict[tuple[str, str, str], dict[str, list[Any]]] = {}
@@ -108,17 +111,19 @@ def fold_events(events: Iterable[FoldableEvent]) -> FoldedBatch:
                     standing.present,
                     version,
                     arrival,
+                    standing.tie_key,
                 ]
                 continue
             if version > old[0] or (version == old[0] and old[1]):
                 old[:4] = version, False, float(standing.score), standing.present
+                old[6] = standing.tie_key
             if old[4] is None or version > old[4]:
                 old[4:6] = version, arrival
         for eviction in event.evictions:
             group = boards.setdefault((board, eviction.period, eviction.region or ""), {})
             old = group.get(eviction.player_id)
             if old is None:
-                group[eviction.player_id] = [version, True, 0.0, False, None, None]
+                group[eviction.player_id] = [version, True, 0.0, False, None, None, None]
             elif version > old[0]:
                 old[:4] = version, True, 0.0, False
             if eviction.gone:
@@ -133,7 +138,18 @@ def fold_events(events: Iterable[FoldableEvent]) -> FoldedBatch:
                 meta[owner] = (version, False, json.dumps(event.metadata, separators=(",", ":")))
     return FoldedBatch(
         standings=[
-            (board, period, region, player, state[2], state[0], state[4], state[3], state[5])
+            (
+                board,
+                period,
+                region,
+                player,
+                state[2],
+                state[0],
+                state[4],
+                state[3],
+                state[5],
+                state[6],
+            )
             for (board, period, region), group in sorted(boards.items())
             for player, state in sorted(group.items())
         ],

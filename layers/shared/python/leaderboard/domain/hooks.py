@@ -116,20 +116,21 @@ def parse_hook_field(value: Any, allowed_targets: Collection[str]) -> HookConfig
 
 
 def hook_request(board_id: str, items: Sequence[tuple[Submission, str | None]]) -> dict[str, Any]:
-    """What the hook receives: every submission of the request, in order."""
-    return {
-        "board_id": board_id,
-        "submissions": [
-            {
-                "player_id": submission.player_id,
-                "score": submission.score,
-                "region": submission.region,
-                "metadata": submission.metadata,
-                "idempotency_key": key,
-            }
-            for submission, key in items
-        ],
-    }
+    """What the hook receives: every submission of the request, in order (with its
+    tie-breaker values on a board that has them: a run's time matters to anti-cheat)."""
+    submissions: list[dict[str, Any]] = []
+    for submission, key in items:
+        item: dict[str, Any] = {
+            "player_id": submission.player_id,
+            "score": submission.score,
+            "region": submission.region,
+            "metadata": submission.metadata,
+            "idempotency_key": key,
+        }
+        if submission.tiebreakers is not None:
+            item["tiebreakers"] = submission.tiebreakers
+        submissions.append(item)
+    return {"board_id": board_id, "submissions": submissions}
 
 
 @dataclass(frozen=True, slots=True)

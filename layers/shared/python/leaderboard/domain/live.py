@@ -68,6 +68,10 @@ class LiveEntry:
     rank: int | None
     score: int | float | None
     metadata: dict[str, Any] | None
+    # A `changed` entry: it says where the player stood before (previous_rank None: it had no
+    # entry, or on a sharded board, where ranks are counted at read time).
+    moved: bool = False
+    previous_rank: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -76,6 +80,8 @@ class LiveEntry:
             "score": self.score,
             "metadata": self.metadata,
         }
+        if self.moved:
+            body["previous_rank"] = self.previous_rank
         if self.rank is None:
             body["removed"] = True  # trimmed out by max_entries, or no longer on the board
         return body

@@ -32,6 +32,7 @@ class ReceivedStanding(msgspec.Struct, frozen=True, gc=False):
     score: int | float
     present: bool
     changed: bool
+    tie_key: str | None = None  # tie-breaker boards only
 
 
 class ReceivedEviction(msgspec.Struct, frozen=True, gc=False):

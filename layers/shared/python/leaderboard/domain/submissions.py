@@ -9,6 +9,7 @@ from typing import Any
 
 from leaderboard.domain.auth import Caller, submission_player
 from leaderboard.domain.errors import BadRequest, DomainError
+from leaderboard.domain.tiebreakers import parse_values
 from leaderboard.domain.validation import (
     IDEMPOTENCY_KEY_RE,
     require_player_id,
@@ -19,7 +20,7 @@ from leaderboard.domain.validation import (
 MAX_METADATA_KEYS = 16
 MAX_METADATA_STRING = 256
 MAX_METADATA_KEY = 64
-_FIELDS = {"player_id", "score", "region", "metadata"}
+_FIELDS = {"player_id", "score", "region", "metadata", "tiebreakers"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,11 +29,15 @@ class Submission:
     score: int | float
     region: str | None
     metadata: dict[str, str | int | float | bool] | None
+    tiebreakers: dict[str, int] | None = None
 
     def fingerprint(self) -> str:
         """Identifies the request body for idempotency: same key + other body is a conflict."""
+        body: list[Any] = [self.player_id, self.score, self.region, self.metadata]
+        if self.tiebreakers is not None:  # left out otherwise: older records' keys still match
+            body.append(self.tiebreakers)
         canonical = json.dumps(
-            [self.player_id, self.score, self.region, self.metadata],
+            body,
             sort_keys=True,
             separators=(",", ":"),
         )
@@ -86,6 +91,7 @@ def parse_submission(body: dict[str, Any], caller: Caller) -> Submission:
         score=require_score(body["score"], "score"),
         region=None if region is None else require_region(region),
         metadata=_metadata(body.get("metadata")),
+        tiebreakers=parse_values(body.get("tiebreakers")),
     )
 
 

@@ -263,13 +263,17 @@ class ReadService:
             board_id, period, region, op="player", size=1, player_id=player_id
         )
         entry = window.entries[0]
-        return self._envelope(board_id, period, region, window.total, degraded) | {
-            "player_id": entry.player_id,
-            "rank": entry.rank,
-            "score": entry.score,
-            "top_percent": top_percent(entry.rank, window.total),
-            "metadata": entry.metadata,
-        }
+        return (
+            self._envelope(board_id, period, region, window.total, degraded)
+            | {
+                "player_id": entry.player_id,
+                "rank": entry.rank,
+                "score": entry.score,
+                "top_percent": top_percent(entry.rank, window.total),
+                "metadata": entry.metadata,
+            }
+            | ({"tiebreakers": entry.tiebreakers} if entry.tiebreakers is not None else {})
+        )
 
     def around(self, board_id: str, player_id: str, query: Query) -> dict[str, Any]:
         known_params(query, _AROUND_PARAMS)
@@ -337,6 +341,7 @@ class ReadService:
                     "total": s.total,
                     "top_percent": top_percent(s.rank, s.total),
                 }
+                | ({"tiebreakers": s.tiebreakers} if s.tiebreakers is not None else {})
                 for s in found
             ],
         }

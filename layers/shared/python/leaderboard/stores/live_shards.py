@@ -217,6 +217,7 @@ def _round_two(client: RedisLike, states: list[_Board], max_changed: int) -> Non
                     rank=ranks[player] if member else None,
                     score=format_score(float(score)) if member else None,
                     metadata=json.loads(meta) if meta else None,
+                    moved=True,
                 )
                 for player, member, score, meta in changed.players
             )

@@ -4,7 +4,8 @@ Layout, every key of a board under the hash tag `{board}` so one script can touc
   lb:{b}:cfg            compact board rules read by the scripts (JSON)
   lb:{b}:range          "lo hi": bounds of every score on the board (blind increments)
   lb:{b}:z:<period>[:R] sorted set of one period (and region R): member -> score
-  lb:{b}:m:<period>[:R] ties=first boards: player -> member (member = arrival prefix + player)
+  lb:{b}:m:<period>[:R] ties=first and tie-breaker boards: player -> member (member = a
+                        prefix ending in '|' (score and tie keys, arrival), then the player)
   lb:{b}:meta           player -> metadata JSON
   lb:{b}:refs           player -> number of sorted sets holding the player (no orphan metadata)
   lb:{b}:keys           registry of the board's sorted-set suffixes
@@ -60,6 +61,7 @@ from leaderboard.domain.shards import (
     stamp_prefix,
 )
 from leaderboard.domain.submissions import Submission
+from leaderboard.domain.tiebreakers import TieBreaker, decode, tie_key
 from leaderboard.domain.validation import format_score
 from leaderboard.stores.redis_client import (
     RedisLike,
@@ -98,8 +100,16 @@ def guarded(method: Callable[P, R]) -> Callable[P, R]:
     return call
 
 
+# Scripts that store or read tie-breaker boards get the shared functions of tiebreakers.lua.
+_WITH_TIEBREAKERS = frozenset({"submit", "read", "players", "live"})
+
+
 def _script(name: str) -> str:
-    return resources.files("leaderboard.stores").joinpath(f"lua/{name}.lua").read_text()
+    folder = resources.files("leaderboard.stores").joinpath("lua")
+    text = folder.joinpath(f"{name}.lua").read_text()
+    if name in _WITH_TIEBREAKERS:
+        text = folder.joinpath("tiebreakers.lua").read_text() + text
+    return text
 
 
 class BoardKeys:
@@ -201,14 +211,18 @@ class Entry:
     player_id: str
     score: int | float
     metadata: dict[str, Any] | None
+    tiebreakers: dict[str, int] | None = None  # boards with tie-breakers only
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        body = {
             "rank": self.rank,
             "player_id": self.player_id,
             "score": self.score,
             "metadata": self.metadata,
         }
+        if self.tiebreakers is not None:
+            body["tiebreakers"] = self.tiebreakers
+        return body
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,6 +251,7 @@ class PeriodStanding:
     rank: int
     score: int | float
     total: int
+    tiebreakers: dict[str, int] | None = None
 
 
 def _split_suffix(suffix: str) -> tuple[str, str | None]:
@@ -245,8 +260,9 @@ def _split_suffix(suffix: str) -> tuple[str, str | None]:
 
 
 def _parse_record(record: str, replayed: bool) -> SubmitResult:
-    """A submission's record. Lines carry the set's suffix (period[:region]); records written
-    before issue 22 (still in outboxes and idempotency records) carry period and region."""
+    """A submission's record. Lines carry the set's suffix (period[:region]) and the entry
+    before; records written before issue 22 (still in outboxes and idempotency records) carry
+    period and region, and no entry before."""
     head, *lines = record.split("\n")
     event_id, applied, version, now_ms, operation, *arrival = head.split("\t")
     standings: list[Standing] = []
@@ -262,7 +278,8 @@ def _parse_record(record: str, replayed: bool) -> SubmitResult:
         if at:
             evictions.append(Eviction(period, region, fields[2], fields[3] == "1"))
             continue
-        _, score, rank, changed = fields
+        _, score, rank, changed, *previous = fields
+        before, before_rank = previous[:2] if previous else ("", "")  # older records: unknown
         standings.append(
             Standing(
                 period=period,
@@ -271,6 +288,9 @@ def _parse_record(record: str, replayed: bool) -> SubmitResult:
                 rank=int(rank) if rank and rank != "-" else None,
                 changed=changed == "1",
                 unranked=rank == "-",
+                previous_score=format_score(float(before)) if before else None,
+                previous_rank=int(before_rank) if before_rank and before_rank != "-" else None,
+                tie_key=previous[2] if len(previous) > 2 else None,
             )
         )
     return SubmitResult(
@@ -303,6 +323,13 @@ class WriteRules:
     shards: int = 1
     desc: bool = True
     region_order: tuple[str, ...] = ()
+    tiebreakers: tuple[TieBreaker, ...] = ()
+
+    @property
+    def keyed(self) -> bool:
+        """Entries stored under a member other than the player id (a member map per set)."""
+        return self.first or bool(self.tiebreakers)
+
     hook: HookConfig | None = None  # the board's validation hook (not the script's concern)
 
     @classmethod
@@ -334,13 +361,35 @@ class WriteRules:
             shards=int(cfg.get("shards", 1)),
             desc=cfg["sort"] == "desc",
             region_order=tuple(cfg.get("regions") or ()),
+            tiebreakers=tuple(
+                TieBreaker(name, cfg["sort"] if not flipped else _OTHER_SORT[cfg["sort"]])
+                for name, flipped in cfg.get("tb") or ()
+            ),
             hook=HookConfig.from_json(cfg.get("hook")),
         )
+
+    def tie_key(self, submission: Submission) -> str:
+        """ARGV 22 of submit.lua: the submitted tie-breakers' key ('' when the board has none,
+        or they do not fit it: `precheck` says so)."""
+        if not self.tiebreakers:
+            return ""
+        try:
+            return tie_key(submission.tiebreakers, self.tiebreakers, "desc" if self.desc else "asc")
+        except Unprocessable:
+            return ""
+
+    def decode(self, key: str | None) -> dict[str, int] | None:
+        """The tie-breakers of a stored tie key (None on boards without)."""
+        if key is None or not self.tiebreakers:
+            return None
+        return decode(key, self.tiebreakers, "desc" if self.desc else "asc")
 
     def precheck(self, submission: Submission) -> str:
         """What the script would refuse, found without Redis (answered after idempotency)."""
         if submission.region and submission.region not in self.regions:
             return "unknown_region"
+        if (self.tiebreakers or submission.tiebreakers) and not self.tie_key(submission):
+            return "tiebreakers"
         score = submission.score
         if self.mode == "increment":
             if self.max_increment is not None and abs(score) > self.max_increment:
@@ -352,6 +401,7 @@ class WriteRules:
         return ""
 
 
+_OTHER_SORT = {"desc": "asc", "asc": "desc"}
 _NO_BOARD = "board not found"
 _RULES_CACHE_SIZE = 4096
 
@@ -434,7 +484,9 @@ class RedisIndex:
                 reply = self._submit(keys=keys, args=args)
             status = reply[0]
             if status in ("OK", "REPLAY"):
-                result = _parse_record(reply[1], replayed=status == "REPLAY").screened(screening)
+                result = self._decoded(
+                    board_id, _parse_record(reply[1], replayed=status == "REPLAY")
+                ).screened(screening)
                 return result if replicated else replace(result, replicated=False)
             if status != "STALE":
                 raise _submit_error(board_id, submission, reply[1:], screening)
@@ -549,8 +601,9 @@ class RedisIndex:
                     raise reply
                 status = reply[0]
                 if status in ("OK", "REPLAY"):
-                    result = _parse_record(reply[1], replayed=status == "REPLAY")
-                    result = result.screened(screening_of(i))
+                    result = self._decoded(
+                        board_id, _parse_record(reply[1], replayed=status == "REPLAY")
+                    ).screened(screening_of(i))
                     if self.replica_acks and not confirmed[nodes[i]]:
                         result = replace(result, replicated=False)
                     results[i] = result
@@ -616,7 +669,7 @@ class RedisIndex:
                 for kind, period in periods.items():
                     if kind in rules.periods:
                         script_keys.append(keys.zset(period.id, region))
-                        if rules.first:
+                        if rules.keyed:
                             script_keys.append(keys.members(period.id, region))
         score = submission.score
         refused = rules.precheck(submission) if rules is not None else ""
@@ -643,10 +696,21 @@ class RedisIndex:
             if rules.first:
                 number = arrival_number(*arrival)
                 args += [stamp_prefix(number, rules.desc), number]
+        if rules is not None and rules.tiebreakers:
+            args += [""] * (21 - len(args))  # ARGV 19-21 are optional
+            args.append(rules.tie_key(submission))
         if screening is not None and screening.verdict:
-            # ARGV 22, the verdict for the outbox: 19-21 are '' when they do not apply.
-            args += [""] * (21 - len(args)) + [screening.record_field()]
+            # ARGV 23, the verdict for the outbox: 19-22 are '' when they do not apply.
+            args += [""] * (22 - len(args)) + [screening.record_field()]
         return script_keys, args
+
+    def _decoded(self, board_id: str, result: SubmitResult) -> SubmitResult:
+        """The standings' tie-breaker values, from the tie keys the script kept."""
+        rules = self._rules.get(board_id) or self.write_rules(board_id)
+        if rules is None or not rules.tiebreakers:
+            return result
+        standings = tuple(replace(s, tiebreakers=rules.decode(s.tie_key)) for s in result.standings)
+        return replace(result, standings=standings)
 
     def _arrival(self) -> int:
         """Microseconds on this host's clock, never going back within the process."""
@@ -890,7 +954,11 @@ class RedisIndex:
                         keys.meta,
                         keys.registry,
                     ],
-                    args=[suffix, count, "1" if board.ties == "first" else "0"],
+                    args=[
+                        suffix,
+                        count,
+                        "1" if board.ties == "first" or board.tiebreakers else "0",
+                    ],
                 )
             )
         return left
@@ -967,13 +1035,15 @@ class RedisIndex:
             raise _read_error(board_id, period, region, player_id, reply[1])
         total, start, position, count = (int(x) for x in reply[1:5])
         rows = reply[5 : 5 + 3 * count]
-        metas = reply[5 + 3 * count :]
+        metas = reply[5 + 3 * count : 5 + 4 * count]
+        tbs = reply[5 + 4 * count :] or [None] * count
         entries = tuple(
             Entry(
                 rank=int(rows[i * 3 + 2]),
                 player_id=rows[i * 3],
                 score=format_score(float(rows[i * 3 + 1])),
                 metadata=json.loads(metas[i]) if metas[i] else None,
+                tiebreakers=json.loads(tbs[i]) if tbs[i] else None,
             )
             for i in range(count)
         )
@@ -1006,7 +1076,8 @@ class RedisIndex:
             raise _read_error(board_id, period, region, "", reply[1])
         total, count = int(reply[1]), int(reply[2])
         rows = reply[3 : 3 + 4 * count]
-        metas = reply[3 + 4 * count :]
+        metas = reply[3 + 4 * count : 3 + 5 * count]
+        tbs = reply[3 + 5 * count :] or [None] * count
         found = sorted(
             (
                 int(rows[i * 4 + 3]),
@@ -1015,6 +1086,7 @@ class RedisIndex:
                     player_id=rows[i * 4],
                     score=format_score(float(rows[i * 4 + 1])),
                     metadata=json.loads(metas[i]) if metas[i] else None,
+                    tiebreakers=json.loads(tbs[i]) if tbs[i] else None,
                 ),
             )
             for i in range(count)
@@ -1042,17 +1114,20 @@ class RedisIndex:
             return self._on_shards(board_id, sharded, reply[1])
         if reply[0] == "ERR":
             raise _read_error(board_id, periods[0], region, player_id, reply[1])
-        rows = reply[2:]
+        count = int(reply[1])
+        rows = reply[2 : 2 + 6 * count]
+        tbs = reply[2 + 6 * count :] or [None] * count
         return [
             PeriodStanding(
-                kind=rows[i],
-                period=rows[i + 1],
-                region=rows[i + 2] or None,
-                score=format_score(float(rows[i + 3])),
-                rank=int(rows[i + 4]),
-                total=int(rows[i + 5]),
+                kind=rows[i * 6],
+                period=rows[i * 6 + 1],
+                region=rows[i * 6 + 2] or None,
+                score=format_score(float(rows[i * 6 + 3])),
+                rank=int(rows[i * 6 + 4]),
+                total=int(rows[i * 6 + 5]),
+                tiebreakers=json.loads(tbs[i]) if tbs[i] else None,
             )
-            for i in range(0, 6 * int(reply[1]), 6)
+            for i in range(count)
         ]
 
     def _is_sharded(self, board_id: str) -> bool:
@@ -1088,7 +1163,16 @@ class RedisIndex:
         """Outbox entries written before `older_than_ms` (Redis clock): (id, result, request)."""
         key = BoardKeys(board_id).outbox
         rows = self.client.xrange(key, "-", str(older_than_ms), count=count)
-        return [(entry_id, _outbox_result(fields), fields) for entry_id, fields in rows]
+        return [
+            (
+                entry_id,
+                _with_verdict(
+                    self._decoded(board_id, _parse_record(fields["r"], replayed=False)), fields
+                ),
+                fields,
+            )
+            for entry_id, fields in rows
+        ]
 
     @guarded
     def outbox_ack(self, board_id: str, entry_ids: list[str]) -> None:
@@ -1104,9 +1188,8 @@ class RedisIndex:
         return bool(self.client.ping())
 
 
-def _outbox_result(fields: dict[str, str]) -> SubmitResult:
+def _with_verdict(result: SubmitResult, fields: dict[str, str]) -> SubmitResult:
     """An outbox entry's result, with the hook's verdict the entry keeps beside the record."""
-    result = _parse_record(fields["r"], replayed=False)
     verdict, reason = parse_record_field(fields.get("h"))
     if verdict is None:
         return result
@@ -1141,6 +1224,12 @@ def _submit_error(
     if code == "unknown_region":
         return Unprocessable(
             f"region {submission.region!r} is not one of the board's regions", field="region"
+        )
+    if code == "tiebreakers":
+        return Unprocessable(
+            "tiebreakers must give exactly the board's tie-breaker columns (a board without "
+            "tie-breakers takes none)",
+            field="tiebreakers",
         )
     if code == "max_increment":
         return Unprocessable("score exceeds the board's max_increment", field="score")

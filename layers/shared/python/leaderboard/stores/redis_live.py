@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from redis.exceptions import NoScriptError
@@ -175,8 +175,12 @@ def _parse(board: BoardChannels, reply: Any) -> BoardChanges:
             _entry(top[i * 3], top[i * 3 + 1], top[i * 3 + 2], metas[i]) for i in range(n_top)
         )
         changed = tuple(
-            _entry(moved[i * 3], moved[i * 3 + 1], moved[i * 3 + 2], metas[n_top + i])
-            for i in range(len(moved) // 3)
+            replace(
+                _entry(moved[i * 4], moved[i * 4 + 1], moved[i * 4 + 2], metas[n_top + i]),
+                moved=True,
+                previous_rank=int(moved[i * 4 + 3]) if moved[i * 4 + 3] else None,
+            )
+            for i in range(len(moved) // 4)
         )
         updates.append(
             ChannelUpdate(

@@ -44,23 +44,26 @@ WITH new_events AS (
 standings_written AS (
     INSERT INTO standings AS s
         (board_id, period, region, player_id, score, version, reached_version, present,
-         reached_arrival)
+         reached_arrival, tie_key)
     SELECT i.board_id, i.period, i.region, i.player_id, i.score, i.version,
            CASE WHEN t.version IS NULL OR i.reached_version > t.version
                 THEN i.reached_version END,
            i.present,
            CASE WHEN t.version IS NULL OR i.reached_version > t.version
-                THEN i.reached_arrival END
+                THEN i.reached_arrival END,
+           i.tie_key
     FROM unnest(%(board)b::text[], %(period)b::text[], %(region)b::text[], %(player)b::text[],
                 %(score)b::float8[], %(version)b::int8[], %(reached)b::int8[],
-                %(present)b::bool[], %(arrival)b::int8[]) WITH ORDINALITY
+                %(present)b::bool[], %(arrival)b::int8[], %(tie_key)b::text[]) WITH ORDINALITY
          AS i(board_id, period, region, player_id, score, version, reached_version, present,
-              reached_arrival, n)
+              reached_arrival, tie_key, n)
     LEFT JOIN player_tombstones t ON t.board_id = i.board_id AND t.player_id = i.player_id
     WHERE t.version IS NULL OR t.version < i.version
     ORDER BY i.n  -- the key order the batch was folded in: the same lock order everywhere
     ON CONFLICT (board_id, period, region, player_id) DO UPDATE SET
         score = CASE WHEN EXCLUDED.version > s.version THEN EXCLUDED.score ELSE s.score END,
+        tie_key = CASE WHEN EXCLUDED.version > s.version THEN EXCLUDED.tie_key
+                       ELSE s.tie_key END,
         present = CASE WHEN EXCLUDED.version > s.version THEN EXCLUDED.present
                        ELSE s.present END,
         version = GREATEST(s.version, EXCLUDED.version),
@@ -119,7 +122,7 @@ class StandingsStore:
         if messages is None:
             messages = [event.to_message() for event in events]
         folded = fold_events(events)
-        standings = list(zip(*folded.standings, strict=True)) or [()] * 9
+        standings = list(zip(*folded.standings, strict=True)) or [()] * 10
         metadata = list(zip(*folded.metadata, strict=True)) or [()] * 4
         with self.db.session() as conn:  # one statement: atomic on its own
             text = conn.info.encoding
@@ -142,6 +145,7 @@ class StandingsStore:
                 "reached": int8_array(standings[6]),
                 "present": bool_array(standings[7]),
                 "arrival": int8_array(standings[8]),
+                "tie_key": text_array(standings[9], text),
                 "meta_board": text_array(metadata[0], text),
                 "meta_player": text_array(metadata[1], text),
                 "metadata": jsonb_array(metadata[2], text),

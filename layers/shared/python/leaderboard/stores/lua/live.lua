@@ -14,7 +14,8 @@
 --       then per channel: period kind, period id, region ('' = global).
 -- Returns {'GONE'} (no board), {'IDLE'} (nothing new), or {'OK', skipped, read, then per channel
 -- with a change: {kind, period, region, version, previous ('' = none), total,
--- {player, score, rank, ...top}, {player, score ('' = removed), rank ('' = removed), ...changed},
+-- {player, score, rank, ...top}, {player, score ('' = removed), rank ('' = removed), previous rank
+-- ('' = none or unknown), ...changed},
 -- truncated (0/1), {metadata JSON ('' = none) for top then changed}}}.
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'GONE'} end
@@ -37,13 +38,16 @@ for i = 0, nch - 1 do
   by_scope[ARGV[6 + i * 3] .. '\t' .. ARGV[7 + i * 3]] = i + 1
 end
 
--- changed[ch][player] = order of the player's latest change (higher = more recent)
-local changed, order, skipped = {}, 0, 0
-local function mark(period, region, player)
+-- changed[ch][player] = order of the player's latest change (higher = more recent);
+-- before[ch][player] = the player's rank before the first change this call reads
+local changed, before, order, skipped = {}, {}, 0, 0
+local function mark(period, region, player, previous_rank)
   local ch = by_scope[period .. '\t' .. region]
   if ch == nil or player == nil or player == '' then return end
   order = order + 1
   changed[ch] = changed[ch] or {}
+  before[ch] = before[ch] or {}
+  if changed[ch][player] == nil then before[ch][player] = previous_rank or '' end
   changed[ch][player] = order
 end
 
@@ -60,22 +64,21 @@ for _, entry in ipairs(entries) do
       if head then
         head = false
       else
-        -- "suffix\tscore\trank\tchanged" / "-\tsuffix\tplayer\tgone" (suffix = period[:region]);
-        -- records written before issue 22 carry period and region in two fields.
-        local a, b, c, d, e = string.match(line, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)$')
-        if a == nil then
-          a, b, c, d = string.match(line, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)$')
-          if a == '-' then
-            local period, region = string.match(b, '^([^:]+):?(.*)$')
-            mark(period, region, c) -- evicted by max_entries
-          elseif a ~= nil and d == '1' then
-            local period, region = string.match(a, '^([^:]+):?(.*)$')
-            mark(period, region, player) -- the player's standing changed
-          end
-        elseif a == '-' then
-          mark(b, c, d)      -- evicted by max_entries: period, region, player
-        elseif e == '1' then
-          mark(a, b, player) -- the player's standing changed: period, region
+        -- "suffix\tscore\trank\tchanged\tprevious score\tprevious rank" /
+        -- "-\tsuffix\tplayer\tgone" (suffix = period[:region]); records written before issue 22
+        -- carry period and region in two fields, and before issue 23 no previous entry.
+        local f = {}
+        for value in string.gmatch(line .. '\t', '([^\t]*)\t') do f[#f + 1] = value end
+        if f[1] == '-' then
+          local period, region
+          if #f == 5 then period, region = f[2], f[3]
+          else period, region = string.match(f[2] or '', '^([^:]+):?(.*)$') end
+          mark(period, region, f[#f - 1]) -- evicted by max_entries
+        elseif #f == 5 then
+          if f[5] == '1' then mark(f[1], f[2], player) end -- period, region
+        elseif #f >= 4 and f[4] == '1' then
+          local period, region = string.match(f[1], '^([^:]+):?(.*)$')
+          mark(period, region, player, f[6]) -- the player's standing changed
         end
       end
     end
@@ -150,6 +153,7 @@ for ch = 1, nch do
       moved[#moved + 1] = pid
       moved[#moved + 1] = s or ''
       moved[#moved + 1] = r or ''
+      moved[#moved + 1] = before[ch][pid]
       ids[#ids + 1] = pid
     end
 

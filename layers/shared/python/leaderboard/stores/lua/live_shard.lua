@@ -54,9 +54,9 @@ for _, entry in ipairs(entries) do
       if head then
         head = false
       else
-        -- "suffix\tscore\trank\tchanged" ("-\tsuffix\tplayer\tgone" needs max_entries, which a
-        -- sharded board cannot have)
-        local a, _, _, d = string.match(line, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)$')
+        -- "suffix\tscore\trank\tchanged[\tprevious score\tprevious rank]" ("-\tsuffix\tplayer\tgone"
+        -- needs max_entries, which a sharded board cannot have)
+        local a, _, _, d = string.match(line, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)')
         if a ~= nil and a ~= '-' and d == '1' then mark(a, player, entry[1]) end
       end
     end

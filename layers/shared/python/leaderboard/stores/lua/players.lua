@@ -6,9 +6,11 @@
 -- KEYS: 1 cfg, 2 metadata hash, 3 archived periods (period id -> entries).
 -- ARGV: 1 op, 2 key prefix, then
 --   'many':      3 period kind, 4 period id, 5 region ('' = global), 6.. distinct player ids
---                -> {'OK', total, n, n x (player, score, rank, position), n metadata ('' = none)}
+--                -> {'OK', total, n, n x (player, score, rank, position), n metadata ('' = none),
+--                    on tie-breaker boards n tie-breaker JSON objects}
 --   'standings': 3 player, 4 region ('' = every region the player is on), 5.. (kind, period id)
---                -> {'OK', n, n x (kind, period id, region, score, rank, total)}
+--                -> {'OK', n, n x (kind, period id, region, score, rank, total), on
+--                    tie-breaker boards n tie-breaker JSON objects}
 -- or {'ERR', code} ('archived': read the archive), or {'SHARDED', cfg text}.
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'ERR', 'no_board'} end
@@ -17,6 +19,8 @@ local cfg = cjson.decode(raw)
 if cfg.shards and cfg.shards > 1 then return {'SHARDED', raw} end
 local op, prefix = ARGV[1], ARGV[2]
 local desc, first = cfg.sort == 'desc', cfg.ties == 'first'
+local spec = cfg.tb -- tie-breaker columns, or nil
+local keyed = first or spec ~= nil
 
 local function has(list, item)
   if type(list) ~= 'table' then return false end
@@ -29,10 +33,11 @@ local function suffix(period_id, region)
   return period_id .. ':' .. region
 end
 
--- (position, score, rank) of a player on one sorted set, or nil without an entry.
+-- (position, score, rank, tie-breakers JSON or nil) of a player on one sorted set, or nil
+-- without an entry.
 local function place(sfx, player)
   local zkey, member = prefix .. 'z:' .. sfx, player
-  if first then
+  if keyed then
     member = redis.call('HGET', prefix .. 'm:' .. sfx, player)
     if not member then return nil end
   end
@@ -41,14 +46,18 @@ local function place(sfx, player)
   if not pos then return nil end
   local score = redis.call('ZSCORE', zkey, member)
   local rank
+  local tbs = nil
+  if spec then tbs = tb_json(member, spec) end
   if first then
     rank = pos + 1
+  elseif spec then
+    rank = tb_rank(zkey, desc, tonumber(score), string.sub(tb_group(member, spec), TB_W + 1))
   elseif desc then
     rank = redis.call('ZCOUNT', zkey, '(' .. score, '+inf') + 1  -- 1 + strictly better scores
   else
     rank = redis.call('ZCOUNT', zkey, '-inf', '(' .. score) + 1
   end
-  return pos, score, rank
+  return pos, score, rank, tbs
 end
 
 if op == 'many' then
@@ -60,10 +69,11 @@ if op == 'many' then
   if total == 0 and redis.call('HEXISTS', KEYS[3], period_id) == 1 then
     return {'ERR', 'archived'}
   end
-  local out, found = {'OK', total, 0}, {}
+  local out, found, tbs = {'OK', total, 0}, {}, {}
   if total > 0 then
     for i = 6, #ARGV do
-      local pos, score, rank = place(sfx, ARGV[i])
+      local pos, score, rank, tb = place(sfx, ARGV[i])
+      if tb then tbs[#tbs + 1] = tb end
       if pos then
         out[#out + 1] = ARGV[i]
         out[#out + 1] = score
@@ -78,6 +88,7 @@ if op == 'many' then
     local metas = redis.call('HMGET', KEYS[2], unpack(found))
     for i = 1, #found do out[#out + 1] = metas[i] or '' end
   end
+  for i = 1, #tbs do out[#out + 1] = tbs[i] end
   return out
 end
 
@@ -90,14 +101,15 @@ if op == 'standings' then
   elseif type(cfg.regions) == 'table' then
     for _, r in ipairs(cfg.regions) do regions[#regions + 1] = r end
   end
-  local out = {'OK', 0}
+  local out, tbs = {'OK', 0}, {}
   for _, region in ipairs(regions) do
     for i = 5, #ARGV, 2 do
       local kind, period_id = ARGV[i], ARGV[i + 1]
       if has(cfg.periods, kind) then
         local sfx = suffix(period_id, region)
-        local pos, score, rank = place(sfx, player)
+        local pos, score, rank, tb = place(sfx, player)
         if pos then
+          if tb then tbs[#tbs + 1] = tb end
           out[#out + 1] = kind
           out[#out + 1] = period_id
           out[#out + 1] = region
@@ -109,6 +121,7 @@ if op == 'standings' then
       end
     end
   end
+  for i = 1, #tbs do out[#out + 1] = tbs[i] end
   return out
 end
 

@@ -1,11 +1,12 @@
 -- Remove up to ARGV[2] entries of an archived period's sorted set, keeping the reference
 -- counts (and so the metadata of players left on no set) exact; drop the set when empty.
 -- KEYS: 1 sorted set, 2 member map, 3 reference counts, 4 metadata, 5 registry.
--- ARGV: 1 registry suffix, 2 how many, 3 '1' for ties=first boards. Returns entries left.
+-- ARGV: 1 registry suffix, 2 how many, 3 '1' for boards whose members carry a prefix ending
+--       in '|' (ties=first, tie-breakers). Returns entries left.
 local members = redis.call('ZRANGE', KEYS[1], 0, tonumber(ARGV[2]) - 1)
 for _, member in ipairs(members) do
   local player = member
-  if ARGV[3] == '1' then player = string.sub(member, 17) end
+  if ARGV[3] == '1' then player = string.sub(member, string.find(member, '|', 1, true) + 1) end
   redis.call('ZREM', KEYS[1], member)
   redis.call('HDEL', KEYS[2], player)
   if redis.call('HINCRBY', KEYS[3], player, -1) <= 0 then

@@ -1,12 +1,13 @@
 -- Every read in one round trip: the window of entries, their ranks, their metadata, the total.
 --
--- KEYS: 1 cfg, 2 sorted set, 3 member map (ties=first boards), 4 metadata hash,
+-- KEYS: 1 cfg, 2 sorted set, 3 member map (ties=first and tie-breaker boards), 4 metadata hash,
 --       5 archived periods (period id -> entries).
 -- ARGV: 1 op ('page' | 'around_rank' | 'player' | 'around'), 2 period kind, 3 region ('' = global),
 --       4 player (player/around), 5 offset (page) or rank (around_rank), 6 window size,
 --       7 period id.
 -- Returns {'OK', total, start, player_position (-1 if none), n, then n x (player, score, rank),
---          then n metadata JSON strings ('' = none)} or {'ERR', code} ('archived': read the
+--          then n metadata JSON strings ('' = none), then on tie-breaker boards n tie-breaker
+--          JSON objects} or {'ERR', code} ('archived': read the
 --          archive), or {'SHARDED', cfg text}.
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'ERR', 'no_board'} end
@@ -24,6 +25,8 @@ if ARGV[3] ~= '' and not has(cfg.regions, ARGV[3]) then return {'ERR', 'unknown_
 
 local key = KEYS[2]
 local desc, first = cfg.sort == 'desc', cfg.ties == 'first'
+local spec = cfg.tb -- tie-breaker columns, or nil
+local keyed = first or spec ~= nil
 local total = redis.call('ZCARD', key)
 -- A closed period whose keys were purged after archiving is served from the archive.
 if total == 0 and redis.call('HEXISTS', KEYS[5], ARGV[7]) == 1 then return {'ERR', 'archived'} end
@@ -43,7 +46,7 @@ elseif op == 'around_rank' then
   start = centre(tonumber(ARGV[5]) - 1)
 else
   local member = ARGV[4]
-  if first then member = redis.call('HGET', KEYS[3], ARGV[4]) end
+  if keyed then member = redis.call('HGET', KEYS[3], ARGV[4]) end
   local pos = false
   if member then
     if desc then pos = redis.call('ZREVRANK', key, member) else pos = redis.call('ZRANK', key, member) end
@@ -64,20 +67,27 @@ else rows = redis.call('ZRANGE', key, start, start + size - 1, 'WITHSCORES') end
 local out = {'OK', total, start, ppos, #rows / 2}
 local players = {}
 local prev_score, prev_rank = nil, nil
+local tbs = {}
 for i = 1, #rows, 2 do
   local pid, s = rows[i], rows[i + 1]
-  if first then pid = string.sub(pid, 17) end
+  local member = pid
+  if keyed then pid = member_player(member) end
+  if spec then tbs[#tbs + 1] = tb_json(member, spec) end
   local position = start + (i - 1) / 2
   local rank
   if first then
     rank = position + 1
   else
-    -- Competition ranking: 1 + the number of strictly better scores.
+    -- Competition ranking: 1 + the number of strictly better scores (tuples, with
+    -- tie-breakers).
     local value = tonumber(s)
+    if spec then value = tb_group(member, spec) end
     if prev_score ~= nil and value == prev_score then
       rank = prev_rank
     elseif prev_score ~= nil then
       rank = position + 1
+    elseif spec then
+      rank = tb_rank(key, desc, tonumber(s), string.sub(value, TB_W + 1))
     elseif desc then
       rank = redis.call('ZCOUNT', key, '(' .. s, '+inf') + 1
     else
@@ -94,4 +104,5 @@ if #players > 0 then
   local metas = redis.call('HMGET', KEYS[4], unpack(players))
   for i = 1, #players do out[#out + 1] = metas[i] or '' end
 end
+for i = 1, #tbs do out[#out + 1] = tbs[i] end
 return out

@@ -18,13 +18,16 @@
 --       12 '1' = desc, 13 '1' = ties first, 14 min, 15 max, 16 rate per minute,
 --       17 max entries ('' = none for 14-17), 18 where the set suffix starts in a set key,
 --       19 '1' = a shard of a sharded board (no rank: it takes every shard; rank '-'),
---       20 (shards of sharded ties=first boards) the member prefix of this arrival, 21 the
---       arrival as a number (kept in the record: a rebuild orders the ties by it), 22 the
---       validation hook's verdict, kept in the outbox (19-21 are then '' where unused).
+--       20 (shards of sharded ties=first boards, else '') the member prefix of this arrival,
+--       21 the arrival as a number (kept in the record: a rebuild orders the ties by it; '' =
+--       none), 22 the tie key of the submitted tie-breakers ('' = the board has none),
+--       23 the validation hook's verdict, kept in the outbox (19-22 are then '' where unused).
 -- Returns {'OK', record} | {'REPLAY', record} | {'STALE', cfg text} | {'ERR', code, ...}.
--- A record is "event_id\tapplied\tversion\tnow_ms\tmode[\tarrival]", then one "suffix\tscore\trank\tchanged"
--- line per set (suffix = period[:region]; rank '' = trimmed out by max_entries, '-' = not
--- ranked: a shard of a sharded board), then one
+-- A record is "event_id\tapplied\tversion\tnow_ms\tmode[\tarrival]", then one
+-- "suffix\tscore\trank\tchanged\tprevious score\tprevious rank[\ttie key]" line per set
+-- (suffix = period[:region]; rank '' = trimmed out by max_entries, '-' = not ranked: a shard
+-- of a sharded board; previous '' = no entry before; the tie key of the entry kept, on
+-- boards with tie-breakers), then one
 -- "-\tsuffix\tplayer\tgone" line per entry max_entries evicted (gone = 1: that player is left on
 -- no set of the board, so its metadata was dropped).
 local mode, fp = ARGV[11], ARGV[8]
@@ -59,14 +62,18 @@ local off = tonumber(ARGV[18])
 local unranked = ARGV[19] == '1'
 local SAFE = 9007199254740991
 local function fmt(x) return string.format('%.17g', x) end
-local step = first and 2 or 1
+-- Tie-breaker boards: members lead with the score's key and the tie key (tiebreakers.lua).
+local tkey = ARGV[22] or ''
+local tb = tkey ~= ''
+local keyed = first or tb -- entries whose member is not the player: a member map per set
+local step = keyed and 2 or 1
 local n = (#KEYS - 9) / step
 
 -- Blind increments: old scores lie in [lo, hi] on every set (0 stands for a new entry), and
 -- rounding is monotonic, so [lo + d, hi + d] inside the bounds proves every result is.
 local lo, hi, range_changed
 local blind = false
-if inc and not first and score ~= 0 then
+if inc and not keyed and score ~= 0 then
   if got[2] then
     local a, b = string.match(got[2], '^(%S+) (%S+)$')
     lo, hi = tonumber(a), tonumber(b)
@@ -89,12 +96,13 @@ local plan = {}
 if not blind then
   for i = 1, n do
     local z = KEYS[9 + (i - 1) * step + 1]
-    local m = first and KEYS[9 + i * 2] or nil
+    local m = keyed and KEYS[9 + i * 2] or nil
     local member = player
-    if first then member = redis.call('HGET', m, player) end
-    local old = nil
+    if keyed then member = redis.call('HGET', m, player) end
+    local old, old_key = nil, ''
     if member then old = tonumber(redis.call('ZSCORE', z, member)) else member = nil end
-    local new
+    if tb and member then old_key = string.sub(member, 17, 16 + #tkey) end
+    local new, new_key = nil, tkey
     if inc then
       new = (old or 0) + score
       if math.abs(new) > SAFE or (min and new < min) or (max and new > max) then
@@ -103,12 +111,17 @@ if not blind then
         return {'ERR', 'bounds', period, region}
       end
     elseif mode == 'best' then
-      if old == nil or (desc and score > old) or ((not desc) and score < old) then new = score
-      else new = old end
+      -- the whole tuple is compared: the score, then the tie-breakers
+      if old == nil or (desc and (score > old or (score == old and tkey > old_key)))
+          or ((not desc) and (score < old or (score == old and tkey < old_key))) then
+        new = score
+      else
+        new, new_key = old, old_key
+      end
     else
       new = score
     end
-    plan[i] = {z, m, member, old, new}
+    plan[i] = {z, m, member, old, new, old_key, new_key}
   end
 end
 
@@ -131,39 +144,76 @@ local tie = ''
 if first then
   -- Equal scores order by member; this prefix makes the earlier arrival come first. A shard
   -- of a sharded board gets it from the caller: an arrival stamp all shards compare alike.
-  if (ARGV[20] or '') ~= '' then tie = ARGV[20]
+  if ARGV[20] and ARGV[20] ~= '' then tie = ARGV[20]
   elseif desc then tie = string.format('%015d|', 999999999999999 - version)
   else tie = string.format('%015d|', version) end
+elseif tb then
+  tie = '|'
 end
 
 local applied = false
 local parts = {ARGV[5], '\t', '0', '\t', version, '\t', ARGV[4], '\t', mode}
-if (ARGV[21] or '') ~= '' then parts[#parts + 1] = '\t' .. ARGV[21] end -- the arrival ordering its ties
+if ARGV[21] and ARGV[21] ~= '' then parts[#parts + 1] = '\t' .. ARGV[21] end -- the arrival ordering its ties
 local evicted
+-- Blind increments of integers know the old score without reading it.
+local exact = blind and math.floor(score) == score
 for i = 1, n do
   local z, m, member, new, changed, shown
+  local prev, prev_rank -- the entry before this submission (nil: it had none)
+  local kept = tkey -- the tie key of the entry after this submission
   if blind then
     z = KEYS[9 + i]
     member = player
+    -- The old score: new - delta is exact when both are integers (below 2^53); else read it.
+    local before
+    if not exact then before = redis.call('ZSCORE', z, player) end
     shown = redis.call('ZADD', z, 'XX', 'INCR', delta, player)
     if not shown then
       redis.call('ZADD', z, delta, player)
       redis.call('HINCRBY', KEYS[6], player, 1)
       redis.call('SADD', KEYS[7], string.sub(z, off))
       shown = delta
+    else
+      new = tonumber(shown)
+      if exact then prev = new - score else prev = tonumber(before) end
+      if prev and not unranked then
+        -- Counted after the write: only this player moved, so leave its own entry out.
+        if desc then
+          prev_rank = redis.call('ZCOUNT', z, '(' .. fmt(prev), '+inf') + 1
+          if new > prev then prev_rank = prev_rank - 1 end
+        else
+          prev_rank = redis.call('ZCOUNT', z, '-inf', '(' .. fmt(prev)) + 1
+          if new < prev then prev_rank = prev_rank - 1 end
+        end
+      end
     end
     new = tonumber(shown)
     changed = true
   else
     local p = plan[i]
-    local old
-    z, m, member, old, new = p[1], p[2], p[3], p[4], p[5]
-    changed = old == nil or new ~= old
+    local old, old_key
+    z, m, member, old, new, old_key, kept = p[1], p[2], p[3], p[4], p[5], p[6], p[7]
+    changed = old == nil or new ~= old or kept ~= old_key
     shown = fmt(new)
+    prev = old
+    if changed and old and not unranked then
+      -- The rank before the write (an unchanged entry's is its rank, found below).
+      if first then
+        if desc then prev_rank = redis.call('ZREVRANK', z, member) + 1
+        else prev_rank = redis.call('ZRANK', z, member) + 1 end
+      elseif tb then
+        prev_rank = tb_rank(z, desc, old, old_key)
+      elseif desc then
+        prev_rank = redis.call('ZCOUNT', z, '(' .. fmt(old), '+inf') + 1
+      else
+        prev_rank = redis.call('ZCOUNT', z, '-inf', '(' .. fmt(old)) + 1
+      end
+    end
     if changed then
       local fresh = player
-      if first then
+      if keyed then
         fresh = tie .. player
+        if tb then fresh = skey(new) .. kept .. fresh end
         if member then redis.call('ZREM', z, member) end
         redis.call('HSET', m, player, fresh)
       end
@@ -193,8 +243,8 @@ for i = 1, n do
       for _, v in ipairs(victims) do
         redis.call('ZREM', z, v)
         local vp = v
-        if first then
-          vp = string.sub(v, #tie + 1)
+        if keyed then
+          vp = member_player(v)
           redis.call('HDEL', m, vp)
         end
         if vp == player then present = false end
@@ -211,6 +261,8 @@ for i = 1, n do
       local r
       if desc then r = redis.call('ZREVRANK', z, member) else r = redis.call('ZRANK', z, member) end
       rank = r + 1
+    elseif tb then
+      rank = tb_rank(z, desc, new, kept)
     elseif desc then
       rank = redis.call('ZCOUNT', z, '(' .. shown, '+inf') + 1
     else
@@ -225,7 +277,15 @@ for i = 1, n do
   parts[at + 4] = shown
   parts[at + 5] = '\t'
   parts[at + 6] = rank
-  parts[at + 7] = changed and '\t1' or '\t0'
+  parts[at + 7] = changed and '\t1\t' or '\t0\t'
+  if prev then
+    parts[at + 8] = fmt(prev)
+    if unranked then prev_rank = '-' elseif not changed then prev_rank = rank end
+    parts[at + 9] = '\t' .. (prev_rank or '')
+  else
+    parts[at + 8] = '\t'
+  end
+  if tb then parts[#parts + 1] = '\t' .. kept end
 end
 -- Whether an evicted player is gone (on no set of the board) is decided only now: the
 -- submitting player may leave one set and enter another in this same script.
@@ -251,5 +311,5 @@ local record = table.concat(parts)
 if fp ~= '' then redis.call('SET', KEYS[3], fp .. '\n' .. record, 'EX', ARGV[9]) end
 -- The outbox keeps the event until the relay has seen it in PostgreSQL: if this process dies
 -- before its queue send, the event still reaches the system of record.
-redis.call('XADD', KEYS[9], '*', 'r', record, 'p', player, 's', delta, 'g', ARGV[6], 'm', meta, 'h', ARGV[22] or '')
+redis.call('XADD', KEYS[9], '*', 'r', record, 'p', player, 's', delta, 'g', ARGV[6], 'm', meta, 'h', ARGV[23] or '')
 return {'OK', record}
