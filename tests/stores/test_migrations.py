@@ -186,7 +186,8 @@ def test_the_record_keeps_hook_verdicts_and_finds_flags_by_index(empty_database)
     )
     with psycopg.connect(empty_database) as conn:
         conn.execute(insert, ("old",))
-    assert [n[:4] for n in apply_migrations(empty_database)] == ["0008"]
+    upto = next(n for n in names if n.startswith("0008_"))
+    assert [n[:4] for n in apply_migrations(empty_database, upto=upto)] == ["0008"]
     with psycopg.connect(empty_database, autocommit=True) as conn:
         row = conn.execute("SELECT hook_verdict, hook_reason FROM score_events").fetchone()
         assert row == (None, None)
