@@ -12,7 +12,8 @@ BENCH_LIVE_SECONDS (measured seconds per cell, default 5; at least 10 writes a c
 live updates suite. BENCH_SUBMIT_SIZES (default 2000,1000000) sets the board sizes of the Redis
 CPU per submission suite (benchmarks/submit_cpu.py). BENCH_HOT_PLAYERS (default 20000) and
 BENCH_HOT_SUBMISSIONS (default 20000) size the hot board on a local cluster for K = 1, 2, 4, 8
-shards (benchmarks/hot_board.py).
+shards (benchmarks/hot_board.py). BENCH_MODEL_PLAYERS (default 20000) sizes the score-model
+boards (benchmarks/score_model.py: 3 tie-breakers against a plain board).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ def main() -> int:
         bulk,
         cold_start,
         hot_board,
+        score_model,
         http_stack,
         live_latency,
         persister_throughput,
@@ -92,6 +94,10 @@ def main() -> int:
         results["submit_cpu"] = submit_cpu.run(
             idle.url,
             submit_cpu.Settings(sizes=tuple(_ints("BENCH_SUBMIT_SIZES", "2000,1000000"))),
+        )
+    with EmbeddedValkey() as idle:
+        results["score_model"] = score_model.run(
+            idle.url, score_model.Settings(players=_ints("BENCH_MODEL_PLAYERS", "20000")[0])
         )
 
     with EmbeddedValkey() as valkey, EmbeddedPostgres() as postgres:
@@ -138,6 +144,11 @@ def main() -> int:
         " and the pre-issue-22 script (baseline); guarantees_*: the floor plus only the commands"
         " the guarantees oblige (no logic)",
         results["submit_cpu"],
+    )
+    _table(
+        "Score model (issue 23): a board with 3 tie-breakers vs a plain board, Redis CPU per call"
+        f" (hot) and latency (target: within {score_model.TARGET_RATIO}x)",
+        results["score_model"],
     )
     hot_writes, hot_reads = hot_board.tables(results["hot_board"])
     _table(

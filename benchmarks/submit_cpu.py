@@ -166,7 +166,7 @@ def _load(client: redis.Redis, shape: Shape, board: BoardConfig, players: int, s
         ids = range(start, min(players, start + chunk))
         for kind in shape.periods:
             for region in regions:
-                rows = [(f"p{i:07d}", float(rng.randint(0, 1_000_000)), i + 1) for i in ids]
+                rows = [(f"p{i:07d}", float(rng.randint(0, 1_000_000)), i + 1, None) for i in ids]
                 index.load_entries(board, periods[kind].id, region, rows)
         refs = {f"p{i:07d}": shape.sets() for i in ids}
         meta = (

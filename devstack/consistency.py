@@ -31,6 +31,9 @@ def assert_redis_equals_postgres(client: Any, database_url: str, board_id: str) 
         sort = board.sort if board else json.loads(client.get(prefix + "cfg"))["sort"]
         ties = board.ties if board else json.loads(client.get(prefix + "cfg"))["ties"]
         order = "score DESC" if sort == "desc" else "score ASC"
+        columns = len(board.tiebreakers) if board else len(json.loads(raw or "{}").get("tb", []))
+        if columns:  # tie-breaker boards: the tie key's byte order is the board's order
+            order += ", tie_key DESC" if sort == "desc" else ", tie_key ASC"
         order += (
             ", COALESCE(reached_arrival, reached_version)"
             if ties == "first"
@@ -52,9 +55,9 @@ def assert_redis_equals_postgres(client: Any, database_url: str, board_id: str) 
         assert in_index == keys, (board_id, in_index ^ keys)
         for period, region in keys:
             suffix = f"{period}:{region}" if region else period
-            query = (  # `order` is one of four fixed strings
-                "SELECT player_id, score FROM standings WHERE board_id = %s AND period = %s"
-                " AND region = %s AND present ORDER BY " + order
+            query = (  # `order` is built from fixed strings only
+                "SELECT player_id, score" + (", tie_key" if columns else "") + " FROM standings"
+                " WHERE board_id = %s AND period = %s AND region = %s AND present ORDER BY " + order
             )
             in_postgres = conn.execute(query, (board_id, period, region)).fetchall()
             rows = sorted(
@@ -65,7 +68,12 @@ def assert_redis_equals_postgres(client: Any, database_url: str, board_id: str) 
                 ),
                 key=order_key(sort == "desc"),
             )
-            in_redis = [(m.split("|", 1)[1] if ties == "first" else m, s) for m, s in rows]
+            width = 16 * (1 + columns)  # a tie-breaker member: score key, tie key, ...
+            in_redis = [
+                (m.split("|", 1)[1] if ties == "first" or columns else m, s)
+                + ((m[16:width],) if columns else ())
+                for m, s in rows
+            ]
             assert in_redis == in_postgres, (board_id, suffix)
         metadata: dict[str, Any] = dict(
             conn.execute(

@@ -37,7 +37,21 @@ RULES = [
         "periods": ["all-time", "daily", "weekly", "monthly"],
     },
     {"mode": "best", "sort": "asc", "regions": ["EU"], "periods": ["all-time", "weekly"]},
+    {  # issue 23: tie keys survive the rebuild, and reads from the record order by them
+        "mode": "best",
+        "ties": "first",
+        "regions": ["EU"],
+        "periods": ["all-time", "daily"],
+        "tiebreakers": [{"name": "time_ms", "sort": "asc"}, {"name": "deaths", "sort": "desc"}],
+    },
+    {
+        "mode": "increment",
+        "regions": ["EU"],
+        "periods": ["all-time", "weekly"],
+        "tiebreakers": [{"name": "laps", "sort": "desc"}],
+    },
 ]
+COLUMNS = {n: [c["name"] for c in r.get("tiebreakers", [])] for n, r in enumerate(RULES)}
 
 
 @pytest.fixture
@@ -56,10 +70,15 @@ def _submit_many(scores: ScoreService, boards: list[str], seed: int, count: int)
                 "score": rng.randrange(-10, 90),
                 "region": rng.choice(["EU", None]),
             }
+            board = rng.choice(boards)
+            names = COLUMNS[boards.index(board)]
+            if names:  # few values: equal tuples happen
+                body["tiebreakers"] = {name: rng.randrange(3) for name in names}
+                body["score"] = rng.randrange(4)
             if rng.random() < 0.5:
                 body["metadata"] = {"name": f"{seed}-{n}-{i}"}
             try:
-                outcomes.append(scores.submit(rng.choice(boards), body, SERVER, None))
+                outcomes.append(scores.submit(board, body, SERVER, None))
             except Unavailable as exc:
                 outcomes.append(exc)
         return outcomes

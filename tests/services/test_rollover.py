@@ -34,20 +34,21 @@ def _board(index, db, board_id, clock, **rules):
     )
 
 
-def _play(service, board_id, seed, count):
+TIEBREAKERS = [{"name": "time_ms", "sort": "asc"}, {"name": "deaths", "sort": "desc"}]
+
+
+def _play(service, board_id, seed, count, tiebreakers=False):
     rng = random.Random(seed)
     for i in range(count):
-        service.submit(
-            board_id,
-            {
-                "player_id": rng.choice(PLAYERS),
-                "score": rng.randrange(1, 20),
-                "region": rng.choice(["EU", "NA", None]),
-                "metadata": {"i": i},
-            },
-            SERVER,
-            None,
-        )
+        body = {
+            "player_id": rng.choice(PLAYERS),
+            "score": rng.randrange(1, 20),
+            "region": rng.choice(["EU", "NA", None]),
+            "metadata": {"i": i},
+        }
+        if tiebreakers:
+            body["tiebreakers"] = {"time_ms": rng.randrange(3), "deaths": rng.randrange(2)}
+        service.submit(board_id, body, SERVER, None)
 
 
 def _strip_metadata(value):
@@ -91,31 +92,43 @@ def _shard(index, db, board_id, shards):
     index.publish_board(board)
 
 
-@pytest.mark.parametrize("shards", [1, 3])
-def test_week_boundary_archive_and_reads_forever(index, database_url, board_id, shards):
+@pytest.mark.parametrize(
+    ("shards", "tiebreakers"), [(1, False), (3, False), (1, True)], ids=["one", "sharded", "tb"]
+)
+def test_week_boundary_archive_and_reads_forever(
+    index, database_url, board_id, shards, tiebreakers
+):
+    """Issue 23: on a tie-breaker board (shared ties) the archive keeps the tie-breakers and
+    the tuple ranks, and history shows them."""
     clock = MovableClock(datetime(2026, 11, 22, 20, 0, tzinfo=UTC))  # Sunday of 2026-W47
     db = Database(database_url)
-    _board(index, db, board_id, clock, ties="first")
+    if tiebreakers:
+        _board(index, db, board_id, clock, mode="best", tiebreakers=TIEBREAKERS)
+    else:
+        _board(index, db, board_id, clock, ties="first")
     if shards > 1:
         _shard(index, db, board_id, shards)
     sink = ListSink()
     scores = ScoreService(index, sink, clock)
     reads = ReadService(index, clock, archive=lambda: ArchiveStore(db))
-    _play(scores, board_id, seed=1, count=80)
+    _play(scores, board_id, seed=1, count=80, tiebreakers=tiebreakers)
     week47 = _strip_metadata(_reads_of(reads, board_id, "2026-W47"))
     assert week47[("entries", None)]["total"] > 5
 
     clock.now = datetime(2026, 11, 23, 0, 0, 30, tzinfo=UTC)  # Monday: 2026-W48 has begun
     fresh = reads.entries(board_id, {"period": "weekly"})
     assert (fresh["period"], fresh["total"], fresh["entries"]) == ("2026-W48", 0, [])
-    result = scores.submit(board_id, {"player_id": "p0", "score": 5}, SERVER, None).body
+    first = {"player_id": "p0", "score": 5}
+    if tiebreakers:
+        first["tiebreakers"] = {"time_ms": 1, "deaths": 0}
+    result = scores.submit(board_id, first, SERVER, None).body
     assert {s["period"] for s in result["standings"]} == {
         "all-time",
         "2026-11-23",
         "2026-W48",
         "2026-11",
     }
-    _play(scores, board_id, seed=2, count=30)
+    _play(scores, board_id, seed=2, count=30, tiebreakers=tiebreakers)
     assert _strip_metadata(_reads_of(reads, board_id, "2026-W47")) == week47  # it stays put
     StandingsStore(db).write(sink.events)  # the persister kept up
 
@@ -125,6 +138,10 @@ def test_week_boundary_archive_and_reads_forever(index, database_url, board_id, 
     assert report.archived == [f"{board_id}/2026-W47"] and report.differences == 0
     archived = _reads_of(reads, board_id, "2026-W47")
     assert _strip_metadata(archived) == week47  # as it stood at the boundary
+    if tiebreakers:
+        top = week47[("entries", None)]["entries"][0]
+        (result,) = reads.history(board_id, top["player_id"], {"kind": "weekly"})["results"]
+        assert (result["rank"], result["tiebreakers"]) == (top["rank"], top["tiebreakers"])
     periods = {p["period"]: p for p in reads.periods(board_id)["periods"]}
     assert periods["2026-W47"]["status"] == "archived"
     assert periods["2026-W47"]["entries"] == week47[("entries", None)]["total"]
@@ -140,7 +157,7 @@ def test_week_boundary_archive_and_reads_forever(index, database_url, board_id, 
         assert not any(
             s.startswith("2026-W47") for s in index.client.smembers(f"lb:{{{space}}}:keys")
         )
-    _play(scores, board_id, seed=3, count=20)  # later weeks move on, names change
+    _play(scores, board_id, seed=3, count=20, tiebreakers=tiebreakers)  # later weeks move on
     assert _reads_of(reads, board_id, "2026-W47") == archived  # from the archive, frozen
     assert reads.entries(board_id, {"period": "2026-W47"})["entries"]  # served, not 404
 

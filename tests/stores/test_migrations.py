@@ -205,3 +205,34 @@ def test_the_record_keeps_hook_verdicts_and_finds_flags_by_index(empty_database)
             ).fetchall()
         )
     assert "score_events_review" in plan, plan
+
+
+def test_the_record_keeps_the_tie_keys_of_tiebreaker_boards(empty_database):
+    """0009 (issue 23): standings gain tie_key (byte order: collation "C") and archived
+    entries their tie-breakers, NULL on every row already there."""
+    names = [name for name, _ in migration_files()]
+    before = [n for n in names if n < "0009"][-1]
+    apply_migrations(empty_database, upto=before)
+    with psycopg.connect(empty_database) as conn:
+        conn.execute(
+            "INSERT INTO standings (board_id, period, region, player_id, score, version,"
+            " present) VALUES ('b', 'all-time', '', 'ann', 5, 3, true)"
+        )
+    upto = next(n for n in names if n.startswith("0009_"))
+    assert [n[:4] for n in apply_migrations(empty_database, upto=upto)] == ["0009"]
+    with psycopg.connect(empty_database) as conn:
+        assert conn.execute("SELECT tie_key FROM standings").fetchone() == (None,)
+        conn.execute(
+            "INSERT INTO standings (board_id, period, region, player_id, score, version,"
+            " present, tie_key) VALUES ('b', 'all-time', '', 'bob', 5, 4, true, 'a'),"
+            " ('b', 'all-time', '', 'cy', 5, 5, true, 'B')"
+        )
+        ordered = conn.execute(
+            "SELECT player_id FROM standings WHERE tie_key IS NOT NULL ORDER BY tie_key"
+        ).fetchall()
+        assert ordered == [("cy",), ("bob",)]  # bytes, whatever the database's locale
+        column = conn.execute(
+            "SELECT data_type FROM information_schema.columns"
+            " WHERE table_name = 'archive_entries' AND column_name = 'tiebreakers'"
+        ).fetchone()
+    assert column == ("jsonb",)

@@ -48,6 +48,10 @@ OPS = st.lists(
             "sort": st.sampled_from(["desc", "asc"]),
             "max_entries": st.sampled_from([None, 4]),
             "live_top": st.integers(1, 5),
+            # issue 23: tops and changed entries carry tie-breakers, ranked by the tuple
+            "tiebreakers": st.sampled_from(
+                [None, None, [{"name": "t1", "sort": "asc"}, {"name": "t2", "sort": "desc"}]]
+            ),
         }
     ),
     batches=st.lists(OPS, min_size=1, max_size=4),
@@ -135,16 +139,20 @@ def _check_live(
             # Every player whose standing changed is reported, with its current rank and score
             # (or as removed); a player who entered and was trimmed out in the same tick is
             # reported removed, which a client applies as a no-op.
-            reported = {e.player_id: (e.rank, e.score) for e in update.changed}
+            reported = {e.player_id: (e.rank, e.score, e.tiebreakers) for e in update.changed}
             assert set(reported) >= touched[(period, region)]
             assert set(reported) <= written | {p for rows in before.values() for p in rows}
             ordered = model.ordered(period, region)
             for player, state in reported.items():
                 index = next((i for i, r in enumerate(ordered) if r.player == player), None)
                 assert state == (
-                    (None, None)
+                    (None, None, None)
                     if index is None
-                    else (model.rank_of(ordered, index), num(ordered[index].score))
+                    else (
+                        model.rank_of(ordered, index),
+                        num(ordered[index].score),
+                        model.entry(ordered, index).get("tiebreakers"),
+                    )
                 )
             assert {e.player_id: e.previous_rank for e in update.changed} == {
                 p: previous[(period, region)][p] if shards == 1 else None for p in reported

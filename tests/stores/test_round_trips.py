@@ -4,6 +4,7 @@ the real handlers."""
 
 from __future__ import annotations
 
+import pytest
 import redis
 from redis.connection import ConnectionPool
 
@@ -88,6 +89,62 @@ def test_one_round_trip_per_submission_and_read(redis_url, board_id, clock):
     assert (len(chosen["entries"]), chosen["missing"]) == (99, ["nobody"])
     # p-1 is on all-time, daily, weekly, monthly, globally and in EU: eight standings.
     assert len(reads.standings(board_id, "p-1", {})["standings"]) == 8
+    client.close()
+
+
+@pytest.mark.parametrize("ties", ["shared", "first"])
+def test_one_round_trip_on_a_board_with_every_score_model_option(redis_url, board_id, clock, ties):
+    """Issue 23: 3 tie-breaker columns change no round trip: a submission (and its rank
+    movement), a batch, and every read kind are still one each."""
+    client = redis.Redis.from_url(
+        redis_url, decode_responses=True, connection_class=CountingConnection
+    )
+    index = RedisIndex(client)
+    columns = [
+        {"name": "time_ms", "sort": "asc"},
+        {"name": "deaths", "sort": "asc"},
+        {"name": "level", "sort": "desc"},
+    ]
+    publish(index, board_id, regions=["EU"], ties=ties, mode="best", tiebreakers=columns)
+    scores = ScoreService(index, ListSink(), clock)
+    reads = ReadService(index, clock)
+
+    def body(player: str, score: int, time_ms: int, **extra: object) -> dict:
+        values = {"time_ms": time_ms, "deaths": 1, "level": 3}
+        return {"player_id": player, "score": score, "tiebreakers": values, **extra}
+
+    scores.submit(board_id, body("warm", 1, 5), SERVER, None)  # loads scripts and rules
+    reads.entries(board_id, {})
+    reads.players(board_id, {"ids": "warm"})
+    for i in range(50):
+        scores.submit(board_id, body(f"p{i}", i % 5, i % 7, region="EU"), SERVER, None)
+
+    for payload, key in [
+        (body("p-1", 3, 900), None),
+        (body("p-1", 3, 100, region="EU"), "k-1"),  # the same score, a better time: moves up
+        (body("p-1", 3, 100, region="EU"), "k-1"),  # a replay
+    ]:
+        trips, response = counted(
+            lambda payload=payload, key=key: scores.submit(board_id, payload, SERVER, key)
+        )
+        assert trips == 1, (payload, key)
+    assert response.body["standings"][0]["tiebreakers"] == {"time_ms": 100, "deaths": 1, "level": 3}
+    batch = {"submissions": [body(f"b{i}", i, i) for i in range(20)]}
+    trips, _ = counted(lambda: scores.submit_batch(board_id, batch, SERVER))
+    assert trips == 1
+    for name, call in {
+        "top 10": lambda: reads.entries(board_id, {"limit": "10"}),
+        "deep page": lambda: reads.entries(board_id, {"offset": "30", "limit": "10"}),
+        "around_rank": lambda: reads.entries(board_id, {"around_rank": "20", "limit": "5"}),
+        "player": lambda: reads.player(board_id, "p-1", {}),
+        "around": lambda: reads.around(board_id, "p-1", {"count": "5", "region": "EU"}),
+        "players": lambda: reads.players(board_id, {"ids": "p-1,p3,b4,nobody"}),
+        "standings": lambda: reads.standings(board_id, "p-1", {}),
+    }.items():
+        trips, result = counted(call)
+        assert trips == 1, name
+        entries = result.get("entries") or result.get("standings") or [result]
+        assert all("tiebreakers" in e for e in entries), name
     client.close()
 
 

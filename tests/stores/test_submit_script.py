@@ -107,7 +107,7 @@ def test_entries_loaded_by_a_rebuild_widen_the_range_the_script_trusts(
     board = publish(index, board_id, periods=["all-time"], max_score=1000)
     scores = ScoreService(index, ListSink(), clock)
     scores.submit(board_id, {"player_id": "ada", "score": 5}, SERVER, None)  # range: 0..5
-    index.load_entries(board, "all-time", None, [("bob", 995.0, 7)])
+    index.load_entries(board, "all-time", None, [("bob", 995.0, 7, None)])
     with pytest.raises(Unprocessable, match="bounds"):
         scores.submit(board_id, {"player_id": "bob", "score": 10}, SERVER, None)
     assert redis_client.zscore(BoardKeys(board_id).zset("all-time"), "bob") == 995

@@ -38,15 +38,25 @@ def submit_on_both(
 ) -> tuple[int, list[tuple]]:
     """(the version Redis answered, the model's standings of this submission)."""
     periods = {k: p for k, p in current_periods(NOW).items() if k in model.cfg.periods}
+    # Tie-breaker boards: values that follow from the write, few enough to tie often.
+    tiebreakers = {
+        c.name: (int(score) // (i + 2)) % 3 for i, c in enumerate(model.cfg.tiebreakers)
+    } or None
     result = index.submit(
         board_id,
-        Submission(player_id=player, score=score, region=region, metadata=metadata),
+        Submission(
+            player_id=player,
+            score=score,
+            region=region,
+            metadata=metadata,
+            tiebreakers=tiebreakers,
+        ),
         event_id=str(uuid.uuid4()),
         now_ms=int(NOW.timestamp() * 1000),
         periods=periods,
         idempotency=None,
     )
-    _, standings = model.submit(player, float(score), region, metadata, NOW)
+    _, standings = model.submit(player, float(score), region, metadata, NOW, tiebreakers)
     return result.version, standings
 
 

@@ -174,7 +174,7 @@ class ModelBoard:
             return None
         return {c.name: v for c, v in zip(self.cfg.tiebreakers, tb, strict=True)}
 
-    def _entry(self, rows: list[Row], index: int) -> dict[str, Any]:
+    def entry(self, rows: list[Row], index: int) -> dict[str, Any]:
         row = rows[index]
         entry = {
             "rank": self.rank_of(rows, index),
@@ -189,7 +189,7 @@ class ModelBoard:
     def page(self, period: str, region: str | None, offset: int, limit: int) -> tuple[int, list]:
         rows = self.ordered(period, region)
         return len(rows), [
-            self._entry(rows, i) for i in range(offset, min(len(rows), offset + limit))
+            self.entry(rows, i) for i in range(offset, min(len(rows), offset + limit))
         ]
 
     @staticmethod
@@ -209,7 +209,7 @@ class ModelBoard:
         rows = self.ordered(period, region)
         for i, row in enumerate(rows):
             if row.player == player:
-                return self._entry(rows, i) | {"total": len(rows)}
+                return self.entry(rows, i) | {"total": len(rows)}
         return None
 
     def around(
@@ -226,7 +226,7 @@ class ModelBoard:
         """(total, entries of the ids with an entry in board order, the other ids in order)."""
         rows = self.ordered(period, region)
         wanted = list(dict.fromkeys(ids))
-        entries = [self._entry(rows, i) for i, r in enumerate(rows) if r.player in wanted]
+        entries = [self.entry(rows, i) for i, r in enumerate(rows) if r.player in wanted]
         found = {e["player_id"] for e in entries}
         return len(rows), entries, [p for p in wanted if p not in found]
 

@@ -72,6 +72,7 @@ class LiveEntry:
     # entry, or on a sharded board, where ranks are counted at read time).
     moved: bool = False
     previous_rank: int | None = None
+    tiebreakers: dict[str, int] | None = None  # boards with tie-breakers only
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -80,6 +81,8 @@ class LiveEntry:
             "score": self.score,
             "metadata": self.metadata,
         }
+        if self.tiebreakers is not None:
+            body["tiebreakers"] = self.tiebreakers
         if self.moved:
             body["previous_rank"] = self.previous_rank
         if self.rank is None:

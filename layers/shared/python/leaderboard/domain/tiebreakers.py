@@ -11,10 +11,12 @@ order agrees with the set's own order: ZLEXCOUNT counts the entries strictly bet
 
 from __future__ import annotations
 
+import json
 import re
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from leaderboard.domain.errors import BadRequest, Unprocessable
@@ -117,13 +119,25 @@ def tie_key(
 
 def decode(key: str, columns: tuple[TieBreaker, ...], board_sort: str) -> dict[str, int]:
     """The columns' values from a tie key (the inverse of `tie_key`)."""
+    return decode_with_spec(key, script_spec(columns, board_sort))
+
+
+def decode_with_spec(key: str, spec: Sequence[Sequence[Any]]) -> dict[str, int]:
+    """The same from the scripts' form of the columns ([name, 1 if complemented] each), which
+    the read scripts return beside the keys: a read needs no board lookup to decode them."""
     values = {}
-    for i, column in enumerate(columns):
+    for i, (name, flipped) in enumerate(spec):
         stored = int(key[i * COLUMN_DIGITS : (i + 1) * COLUMN_DIGITS])
-        if _flipped(column, board_sort):
+        if flipped:
             stored = _SPAN - stored
-        values[column.name] = stored - _OFFSET
+        values[name] = stored - _OFFSET
     return values
+
+
+@lru_cache(maxsize=1024)
+def parse_spec(text: str) -> tuple[tuple[str, int], ...]:
+    """A script's JSON form of the columns, parsed once per distinct text."""
+    return tuple((str(name), int(flipped)) for name, flipped in json.loads(text))
 
 
 def score_key(score: float) -> str:

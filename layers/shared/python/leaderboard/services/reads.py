@@ -388,6 +388,7 @@ class ReadService:
                     "total": r.total,
                     "top_percent": top_percent(r.rank, r.total),
                 }
+                | ({"tiebreakers": r.tiebreakers} if r.tiebreakers is not None else {})
                 for r in page
             ],
             "next": page[-1].period if len(results) > limit else None,

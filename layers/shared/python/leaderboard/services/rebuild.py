@@ -116,20 +116,20 @@ class Rebuilder:
             cursor.itersize = self.chunk_size
             cursor.execute(
                 "SELECT period, region, player_id, score,"
-                " COALESCE(reached_arrival, reached_version, version)"
+                " COALESCE(reached_arrival, reached_version, version), tie_key"
                 " FROM standings WHERE board_id = %s AND present ORDER BY period, region",
                 (board_id,),
             )
             current: tuple[str, str] | None = None
-            chunk: list[tuple[str, float, int]] = []
-            for period, region, player, score, reached in cursor:
+            chunk: list[tuple[str, float, int, str | None]] = []
+            for period, region, player, score, reached, tie_key in cursor:
                 if (period, region) != current or len(chunk) >= self.chunk_size:
                     if chunk and current is not None:
                         self._flush(board, current, chunk, report)
                     if (period, region) != current:
                         report.sorted_sets += 1
                     current, chunk = (period, region), []
-                chunk.append((player, float(score), int(reached)))
+                chunk.append((player, float(score), int(reached), tie_key))
             if chunk and current is not None:
                 self._flush(board, current, chunk, report)
             cursor.close()
@@ -148,7 +148,7 @@ class Rebuilder:
         self,
         board: BoardConfig,
         key: tuple[str, str],
-        chunk: list[tuple[str, float, int]],
+        chunk: list[tuple[str, float, int, str | None]],
         report: RebuildReport,
     ) -> None:
         period, region = key

@@ -61,7 +61,7 @@ class ArchiveStore:
             self.db.transaction() as conn,
             conn.cursor().copy(
                 "COPY archive_entries (board_id, period, kind, region, position, rank, player_id,"
-                " score, metadata) FROM STDIN"
+                " score, metadata, tiebreakers) FROM STDIN"
             ) as copy,
         ):
             kind = parse_period_id(period_id).kind
@@ -77,6 +77,7 @@ class ArchiveStore:
                         entry.player_id,
                         float(entry.score),
                         None if entry.metadata is None else json.dumps(entry.metadata),
+                        None if entry.tiebreakers is None else json.dumps(entry.tiebreakers),
                     )
                 )
 
@@ -151,7 +152,14 @@ class ArchiveStore:
             end = start + (1 if op == "player" else size)
             rows = conn.execute(_RANGE, params | {"start": start, "end": end}).fetchall()
         entries = tuple(
-            Entry(rank=int(r[0]), player_id=r[1], score=_score(r[2]), metadata=r[3]) for r in rows
+            Entry(
+                rank=int(r[0]),
+                player_id=r[1],
+                score=_score(r[2]),
+                metadata=r[3],
+                tiebreakers=r[4],
+            )
+            for r in rows
         )
         return Window(total=total, start=start, player_position=position, entries=entries)
 
@@ -168,7 +176,13 @@ class ArchiveStore:
         return Selection(
             total=int(total_row[0]) if total_row else 0,
             entries=tuple(
-                Entry(rank=int(r[0]), player_id=r[1], score=_score(r[2]), metadata=r[3])
+                Entry(
+                    rank=int(r[0]),
+                    player_id=r[1],
+                    score=_score(r[2]),
+                    metadata=r[3],
+                    tiebreakers=r[4],
+                )
                 for r in rows
             ),
         )
@@ -196,7 +210,9 @@ class ArchiveStore:
             query = _HISTORY_BEFORE if before is not None else _HISTORY_LATEST
             rows = conn.execute(query, params).fetchall()
         return [
-            ArchivedResult(period=r[0], rank=int(r[1]), score=_score(r[2]), total=int(r[3]))
+            ArchivedResult(
+                period=r[0], rank=int(r[1]), score=_score(r[2]), total=int(r[3]), tiebreakers=r[4]
+            )
             for r in rows
         ]
 
@@ -209,6 +225,7 @@ class ArchivedResult:
     rank: int
     score: int | float
     total: int
+    tiebreakers: dict[str, int] | None = None  # boards with tie-breakers only
 
 
 _COUNT = (
@@ -224,7 +241,7 @@ _POSITION = (  # archive_entries_history: the kind follows from the period
     " AND kind = %(k)s AND region = %(r)s AND period = %(p)s"
 )
 _CHOSEN = (
-    "SELECT rank, player_id, score, metadata FROM archive_entries"
+    "SELECT rank, player_id, score, metadata, tiebreakers FROM archive_entries"
     " WHERE board_id = %(b)s AND player_id = ANY(%(ids)s) AND kind = %(k)s AND region = %(r)s"
     " AND period = %(p)s ORDER BY position"
 )
@@ -233,7 +250,7 @@ _CHOSEN = (
 # Two statements, not `(before IS NULL OR period < before)`: a generic plan could not use
 # that bound as an index condition and would filter its way down a long history instead.
 _HISTORY = (
-    "SELECT e.period, e.rank, e.score, t.entries FROM archive_entries e"
+    "SELECT e.period, e.rank, e.score, t.entries, e.tiebreakers FROM archive_entries e"
     " JOIN archived_totals t"
     "  ON t.board_id = e.board_id AND t.period = e.period AND t.region = e.region"
     " WHERE e.board_id = %(b)s AND e.player_id = %(player)s AND e.kind = %(k)s"
@@ -242,7 +259,7 @@ _HISTORY = (
 _HISTORY_LATEST = _HISTORY.format(bound="")
 _HISTORY_BEFORE = _HISTORY.format(bound=" AND e.period < %(before)s")
 _RANGE = (
-    "SELECT rank, player_id, score, metadata FROM archive_entries"
+    "SELECT rank, player_id, score, metadata, tiebreakers FROM archive_entries"
     " WHERE board_id = %(b)s AND period = %(p)s AND region = %(r)s"
     " AND position >= %(start)s AND position < %(end)s ORDER BY position"
 )

@@ -61,7 +61,14 @@ from leaderboard.domain.shards import (
     stamp_prefix,
 )
 from leaderboard.domain.submissions import Submission
-from leaderboard.domain.tiebreakers import TieBreaker, decode, tie_key
+from leaderboard.domain.tiebreakers import (
+    TieBreaker,
+    decode,
+    decode_with_spec,
+    parse_spec,
+    tie_key,
+)
+from leaderboard.domain.tiebreakers import member as tiebreaker_member
 from leaderboard.domain.validation import format_score
 from leaderboard.stores.redis_client import (
     RedisLike,
@@ -845,25 +852,27 @@ class RedisIndex:
         board: BoardConfig,
         period_id: str,
         region: str | None,
-        rows: list[tuple[str, float, int]],
+        rows: Sequence[tuple[str, float, int, str | None]],
     ) -> None:
-        """Add (player, score, reached version) rows to one sorted set, in one round trip
-        (to each shard's set of a sharded board, one pipeline)."""
+        """Add (player, score, reached version, tie key) rows to one sorted set, in one round
+        trip (to each shard's set of a sharded board, one pipeline)."""
         if board.shards > 1:
             # ties=first: the record's reached value is the arrival that ordered the ties
             desc, first = board.sort == "desc", board.ties == "first"
-            by_shard: dict[int, list[tuple[str, float, int]]] = {}
+            by_shard: dict[int, list[tuple[str, float, int, str | None]]] = {}
             for row in rows:
                 by_shard.setdefault(shard_of(row[0], board.shards), []).append(row)
             pipe = self.client.pipeline(transaction=False)
             for shard, part in by_shard.items():
                 keys = BoardKeys(shard_board_id(board.board_id, shard, board.shards))
                 if first:
-                    members = {p: stamp_prefix(reached, desc) + p for p, _, reached in part}
-                    pipe.zadd(keys.zset(period_id, region), {members[p]: sc for p, sc, _ in part})
+                    members = {p: stamp_prefix(reached, desc) + p for p, _, reached, _ in part}
+                    pipe.zadd(
+                        keys.zset(period_id, region), {members[p]: sc for p, sc, _, _ in part}
+                    )
                     pipe.hset(keys.members(period_id, region), mapping=members)
                 else:
-                    pipe.zadd(keys.zset(period_id, region), {p: sc for p, sc, _ in part})
+                    pipe.zadd(keys.zset(period_id, region), {p: sc for p, sc, _, _ in part})
                 pipe.sadd(keys.registry, keys.suffix(period_id, region))
                 pipe.delete(keys.range)
             pipe.execute()
@@ -871,16 +880,30 @@ class RedisIndex:
         keys = BoardKeys(board.board_id)
         zkey, mkey = keys.zset(period_id, region), keys.members(period_id, region)
         pipe = self.client.pipeline(transaction=False)
-        if board.ties == "first":
-            desc = board.sort == "desc"
+        desc = board.sort == "desc"
+        if board.tiebreakers:  # the member the submit script would have written
+            members = {
+                player: tiebreaker_member(
+                    score,
+                    tie_key or "",
+                    f"{(999_999_999_999_999 - reached) if desc else reached:015d}"
+                    if board.ties == "first"
+                    else "",
+                    player,
+                )
+                for player, score, reached, tie_key in rows
+            }
+            pipe.zadd(zkey, {members[p]: score for p, score, _, _ in rows})
+            pipe.hset(mkey, mapping=members)
+        elif board.ties == "first":
             members = {
                 player: f"{(999_999_999_999_999 - reached) if desc else reached:015d}|{player}"
-                for player, _, reached in rows
+                for player, _, reached, _ in rows
             }
-            pipe.zadd(zkey, {members[p]: score for p, score, _ in rows})
+            pipe.zadd(zkey, {members[p]: score for p, score, _, _ in rows})
             pipe.hset(mkey, mapping=members)
         else:
-            pipe.zadd(zkey, {player: score for player, score, _ in rows})
+            pipe.zadd(zkey, {player: score for player, score, _, _ in rows})
         pipe.sadd(keys.registry, keys.suffix(period_id, region))
         pipe.delete(keys.range)  # recomputed from the sets by the next increment
         pipe.execute()
@@ -1036,14 +1059,14 @@ class RedisIndex:
         total, start, position, count = (int(x) for x in reply[1:5])
         rows = reply[5 : 5 + 3 * count]
         metas = reply[5 + 3 * count : 5 + 4 * count]
-        tbs = reply[5 + 4 * count :] or [None] * count
+        tbs = _tiebreakers(reply[5 + 4 * count :], count)
         entries = tuple(
             Entry(
                 rank=int(rows[i * 3 + 2]),
                 player_id=rows[i * 3],
                 score=format_score(float(rows[i * 3 + 1])),
                 metadata=json.loads(metas[i]) if metas[i] else None,
-                tiebreakers=json.loads(tbs[i]) if tbs[i] else None,
+                tiebreakers=tbs[i],
             )
             for i in range(count)
         )
@@ -1077,7 +1100,7 @@ class RedisIndex:
         total, count = int(reply[1]), int(reply[2])
         rows = reply[3 : 3 + 4 * count]
         metas = reply[3 + 4 * count : 3 + 5 * count]
-        tbs = reply[3 + 5 * count :] or [None] * count
+        tbs = _tiebreakers(reply[3 + 5 * count :], count)
         found = sorted(
             (
                 int(rows[i * 4 + 3]),
@@ -1086,7 +1109,7 @@ class RedisIndex:
                     player_id=rows[i * 4],
                     score=format_score(float(rows[i * 4 + 1])),
                     metadata=json.loads(metas[i]) if metas[i] else None,
-                    tiebreakers=json.loads(tbs[i]) if tbs[i] else None,
+                    tiebreakers=tbs[i],
                 ),
             )
             for i in range(count)
@@ -1116,7 +1139,7 @@ class RedisIndex:
             raise _read_error(board_id, periods[0], region, player_id, reply[1])
         count = int(reply[1])
         rows = reply[2 : 2 + 6 * count]
-        tbs = reply[2 + 6 * count :] or [None] * count
+        tbs = _tiebreakers(reply[2 + 6 * count :], count)
         return [
             PeriodStanding(
                 kind=rows[i * 6],
@@ -1125,7 +1148,7 @@ class RedisIndex:
                 score=format_score(float(rows[i * 6 + 3])),
                 rank=int(rows[i * 6 + 4]),
                 total=int(rows[i * 6 + 5]),
-                tiebreakers=json.loads(tbs[i]) if tbs[i] else None,
+                tiebreakers=tbs[i],
             )
             for i in range(count)
         ]
@@ -1194,6 +1217,15 @@ def _with_verdict(result: SubmitResult, fields: dict[str, str]) -> SubmitResult:
     if verdict is None:
         return result
     return replace(result, hook_verdict=verdict, hook_reason=reason)
+
+
+def _tiebreakers(tail: list[str], count: int) -> list[dict[str, int] | None]:
+    """What a read script returns after its entries on a tie-breaker board: a tie key per
+    entry ('' = none), then the board's columns; nothing on other boards."""
+    if not tail:
+        return [None] * count
+    spec = parse_spec(tail[-1])
+    return [decode_with_spec(key, spec) if key else None for key in tail[:-1]]
 
 
 def _public_board(raw: str) -> dict[str, Any]:

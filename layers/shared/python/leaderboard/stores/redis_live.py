@@ -17,7 +17,7 @@ from redis.exceptions import NoScriptError
 from leaderboard.domain.live import DEFAULT_MAX_CHANGED, Channel, ChannelUpdate, LiveEntry
 from leaderboard.domain.validation import format_score
 from leaderboard.stores.redis_client import RedisLike, queue_script
-from leaderboard.stores.redis_index import CATALOG_KEY, BoardKeys, _script
+from leaderboard.stores.redis_index import CATALOG_KEY, BoardKeys, _script, _tiebreakers
 
 LEASE_KEY = "lb:live:lease"
 SUCCESSOR_KEY = "lb:live:successor"
@@ -154,12 +154,15 @@ return 0
 """
 
 
-def _entry(player: str, score: str, rank: Any, meta: str) -> LiveEntry:
+def _entry(
+    player: str, score: str, rank: Any, meta: str, tiebreakers: dict[str, int] | None = None
+) -> LiveEntry:
     return LiveEntry(
         player_id=player,
         rank=int(rank) if rank != "" else None,
         score=format_score(float(score)) if score != "" else None,
         metadata=json.loads(meta) if meta else None,
+        tiebreakers=tiebreakers,
     )
 
 
@@ -169,18 +172,29 @@ def _parse(board: BoardChannels, reply: Any) -> BoardChanges:
         return BoardChanges(board.board_id, ())
     skipped, read = int(reply[1]), int(reply[2])
     updates = []
-    for kind, period, region, version, previous, total, top, moved, truncated, metas in reply[3:]:
+    for kind, period, region, version, previous, total, top, moved, truncated, metas, tbs in reply[
+        3:
+    ]:
         n_top = len(top) // 3
+        n_moved = len(moved) // 4
+        tbs = _tiebreakers(tbs, n_top + n_moved)  # tie-breaker boards only
         top_entries = tuple(
-            _entry(top[i * 3], top[i * 3 + 1], top[i * 3 + 2], metas[i]) for i in range(n_top)
+            _entry(top[i * 3], top[i * 3 + 1], top[i * 3 + 2], metas[i], tbs[i])
+            for i in range(n_top)
         )
         changed = tuple(
             replace(
-                _entry(moved[i * 4], moved[i * 4 + 1], moved[i * 4 + 2], metas[n_top + i]),
+                _entry(
+                    moved[i * 4],
+                    moved[i * 4 + 1],
+                    moved[i * 4 + 2],
+                    metas[n_top + i],
+                    tbs[n_top + i],
+                ),
                 moved=True,
                 previous_rank=int(moved[i * 4 + 3]) if moved[i * 4 + 3] else None,
             )
-            for i in range(len(moved) // 4)
+            for i in range(n_moved)
         )
         updates.append(
             ChannelUpdate(

@@ -1,7 +1,8 @@
 """Reads served from PostgreSQL when the serving index cannot answer (degraded mode).
 
 The same rules as the read script: competition ranks for ties=shared, arrival order for
-ties=first, ties listed by player id in the direction of the sort. It scans the period's
+ties=first, ties listed by player id in the direction of the sort; on tie-breaker boards the
+tie key (whose byte order is the board's order) right after the score. It scans the period's
 rows, which is fine for an outage and never the normal path.
 """
 
@@ -13,15 +14,16 @@ from typing import Any
 from leaderboard.domain.boards import BoardConfig
 from leaderboard.domain.errors import NotFound
 from leaderboard.domain.periods import Period
+from leaderboard.domain.tiebreakers import decode
 from leaderboard.domain.validation import format_score
 from leaderboard.stores.postgres import BoardRepository, Database
 from leaderboard.stores.redis_index import Entry, PeriodStanding, Selection, Window
 
-_ORDER = {  # (sort, ties) -> the board's total order; fixed strings, never user input
-    ("desc", "shared"): "s.score DESC, s.player_id DESC",
-    ("asc", "shared"): "s.score ASC, s.player_id ASC",
-    ("desc", "first"): "s.score DESC, s.reached_version ASC, s.player_id ASC",
-    ("asc", "first"): "s.score ASC, s.reached_version ASC, s.player_id ASC",
+_ORDER = {  # (sort, ties) -> the board's total order after the score; fixed strings only
+    ("desc", "shared"): "s.player_id DESC",
+    ("asc", "shared"): "s.player_id ASC",
+    ("desc", "first"): "s.reached_version ASC, s.player_id ASC",
+    ("asc", "first"): "s.reached_version ASC, s.player_id ASC",
 }
 
 
@@ -76,11 +78,11 @@ class PostgresReadModel:
             if op == "player":
                 size = 1
             rows = conn.execute(
-                f"SELECT player_id, score, metadata, rank FROM ({ranked}) w"  # noqa: S608
+                f"SELECT player_id, score, metadata, rank, tie_key FROM ({ranked}) w"  # noqa: S608
                 " WHERE position >= %(start)s AND position < %(end)s ORDER BY position",
                 params | {"start": start, "end": start + size},
             ).fetchall()
-        entries = _entries(rows)
+        entries = _entries(rows, board)
         return Window(total=count, start=start, player_position=position, entries=entries)
 
     def players(
@@ -91,11 +93,12 @@ class PostgresReadModel:
         with self.db.transaction() as conn:
             total = conn.execute(_TOTAL, params).fetchone()
             rows = conn.execute(
-                f"SELECT player_id, score, metadata, rank FROM ({_ranked(board)}) w"  # noqa: S608
+                f"SELECT player_id, score, metadata, rank, tie_key"  # noqa: S608
+                f" FROM ({_ranked(board)}) w"
                 " WHERE player_id = ANY(%(ids)s) ORDER BY position",
                 params | {"ids": player_ids},
             ).fetchall()
-        return Selection(total=int(total[0]) if total else 0, entries=_entries(rows))
+        return Selection(total=int(total[0]) if total else 0, entries=_entries(rows, board))
 
     def standings(
         self, board_id: str, player_id: str, periods: list[Period], region: str | None
@@ -125,7 +128,7 @@ class PostgresReadModel:
                     params = {"b": board_id, "p": period.id, "r": where or ""}
                     total = conn.execute(_TOTAL, params).fetchone()
                     row = conn.execute(
-                        f"SELECT score, rank FROM ({ranked}) w"  # noqa: S608
+                        f"SELECT score, rank, tie_key FROM ({ranked}) w"  # noqa: S608
                         " WHERE player_id = %(player)s",
                         params | {"player": player_id},
                     ).fetchone()
@@ -139,6 +142,7 @@ class PostgresReadModel:
                             rank=int(row[1]),
                             score=format_score(float(row[0])),
                             total=int(total[0]),
+                            tiebreakers=_tiebreakers(row[2], board),
                         )
                     )
         return found
@@ -163,11 +167,14 @@ _TOTAL = (
 
 def _ranked(board: BoardConfig) -> str:
     """A period's rows with the board's ranks and 0-based positions, in its total order."""
-    order = _ORDER[(board.sort, board.ties)]
+    direction = "DESC" if board.sort == "desc" else "ASC"
+    score_order = f"s.score {direction}"
+    if board.tiebreakers:
+        score_order += f", s.tie_key {direction}"
+    order = f"{score_order}, {_ORDER[(board.sort, board.ties)]}"
     rank = "ROW_NUMBER()" if board.ties == "first" else "RANK()"
-    score_order = "s.score DESC" if board.sort == "desc" else "s.score ASC"
     return (
-        f"SELECT s.player_id, s.score, m.metadata,"  # noqa: S608 - fixed fragments only
+        f"SELECT s.player_id, s.score, m.metadata, s.tie_key,"  # noqa: S608 - fixed fragments
         f" {rank} OVER (ORDER BY {score_order if rank == 'RANK()' else order}) AS rank,"
         f" ROW_NUMBER() OVER (ORDER BY {order}) - 1 AS position"
         " FROM standings s LEFT JOIN player_metadata m"
@@ -176,14 +183,21 @@ def _ranked(board: BoardConfig) -> str:
     )
 
 
-def _entries(rows: list[Any]) -> tuple[Entry, ...]:
-    """(player_id, score, metadata, rank) rows as entries."""
+def _tiebreakers(key: str | None, board: BoardConfig) -> dict[str, int] | None:
+    if not board.tiebreakers:
+        return None
+    return decode(key or "", board.tiebreakers, board.sort)
+
+
+def _entries(rows: list[Any], board: BoardConfig) -> tuple[Entry, ...]:
+    """(player_id, score, metadata, rank, tie key) rows as entries."""
     return tuple(
         Entry(
             rank=int(r[3]),
             player_id=r[0],
             score=format_score(float(r[1])),
             metadata=r[2] if isinstance(r[2], dict) else (json.loads(r[2]) if r[2] else None),
+            tiebreakers=_tiebreakers(r[4], board),
         )
         for r in rows
     )

@@ -16,11 +16,14 @@
 -- with a change: {kind, period, region, version, previous ('' = none), total,
 -- {player, score, rank, ...top}, {player, score ('' = removed), rank ('' = removed), previous rank
 -- ('' = none or unknown), ...changed},
--- truncated (0/1), {metadata JSON ('' = none) for top then changed}}}.
+-- truncated (0/1), {metadata JSON ('' = none) for top then changed}, {tie keys for top then
+-- changed ('' = none), then the board's columns as JSON: tie-breaker boards only, else empty}}}.
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'GONE'} end
 local cfg = cjson.decode(raw)
 local desc, first = cfg.sort == 'desc', cfg.ties == 'first'
+local spec = cfg.tb -- tie-breaker columns, or nil
+local keyed = first or spec ~= nil
 
 local cursor = redis.call('HGET', KEYS[3], 'cursor')
 local entries
@@ -89,9 +92,10 @@ local version = redis.call('GET', KEYS[4]) or '0'
 local top_size, max_changed = tonumber(ARGV[2]), tonumber(ARGV[3])
 local out = {'OK', skipped, #entries}
 
+-- (score, rank, member) of a player, or nil without an entry
 local function rank_of(zkey, mkey, player)
   local member = player
-  if first then member = redis.call('HGET', mkey, player) end
+  if keyed then member = redis.call('HGET', mkey, player) end
   if not member then return nil, nil end
   local s = redis.call('ZSCORE', zkey, member)
   if not s then return nil, nil end
@@ -99,12 +103,14 @@ local function rank_of(zkey, mkey, player)
   if first then
     if desc then r = redis.call('ZREVRANK', zkey, member) else r = redis.call('ZRANK', zkey, member) end
     r = r + 1
+  elseif spec then
+    r = tb_rank(zkey, desc, tb_group(member, spec))
   elseif desc then
     r = redis.call('ZCOUNT', zkey, '(' .. s, '+inf') + 1
   else
     r = redis.call('ZCOUNT', zkey, '-inf', '(' .. s) + 1
   end
-  return s, r
+  return s, r, member
 end
 
 for ch = 1, nch do
@@ -120,18 +126,20 @@ for ch = 1, nch do
     local rows
     if desc then rows = redis.call('ZREVRANGE', zkey, 0, top_size - 1, 'WITHSCORES')
     else rows = redis.call('ZRANGE', zkey, 0, top_size - 1, 'WITHSCORES') end
-    local top, ids = {}, {}
+    local top, ids, tbs = {}, {}, {}
     local prev_score, prev_rank = nil, nil
     for i = 1, #rows, 2 do
       local pid, s = rows[i], rows[i + 1]
-      if first then pid = string.sub(pid, 17) end
+      if keyed then pid = member_player(rows[i]) end
+      if spec then tbs[#tbs + 1] = tb_key(rows[i], spec) end
       local position = (i - 1) / 2
       local rank
       if first then
         rank = position + 1
       else
-        -- Competition ranking from the top: equal scores share the rank of the first of them.
+        -- Competition ranking from the top: equal scores (tuples) share the rank of the first.
         local value = tonumber(s)
+        if spec then value = tb_group(rows[i], spec) end
         if prev_score ~= nil and value == prev_score then rank = prev_rank else rank = position + 1 end
         prev_score, prev_rank = value, rank
       end
@@ -149,7 +157,8 @@ for ch = 1, nch do
     local moved = {}
     for i = 1, math.min(#recent, max_changed) do
       local pid = recent[i][1]
-      local s, r = rank_of(zkey, mkey, pid)
+      local s, r, member = rank_of(zkey, mkey, pid)
+      if spec then tbs[#tbs + 1] = s and tb_key(member, spec) or '' end
       moved[#moved + 1] = pid
       moved[#moved + 1] = s or ''
       moved[#moved + 1] = r or ''
@@ -162,8 +171,9 @@ for ch = 1, nch do
       local found = redis.call('HMGET', KEYS[5], unpack(ids))
       for i = 1, #ids do metas[i] = found[i] or '' end
     end
+    if spec then tbs[#tbs + 1] = cjson.encode(spec) end -- what the caller decodes them with
     out[#out + 1] = {kind, period, region, version, previous, redis.call('ZCARD', zkey),
-                     top, moved, truncated, metas}
+                     top, moved, truncated, metas, tbs}
   end
 end
 return out

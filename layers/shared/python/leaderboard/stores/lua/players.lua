@@ -7,10 +7,10 @@
 -- ARGV: 1 op, 2 key prefix, then
 --   'many':      3 period kind, 4 period id, 5 region ('' = global), 6.. distinct player ids
 --                -> {'OK', total, n, n x (player, score, rank, position), n metadata ('' = none),
---                    on tie-breaker boards n tie-breaker JSON objects}
+--                    on tie-breaker boards n tie keys and the board's columns as JSON}
 --   'standings': 3 player, 4 region ('' = every region the player is on), 5.. (kind, period id)
 --                -> {'OK', n, n x (kind, period id, region, score, rank, total), on
---                    tie-breaker boards n tie-breaker JSON objects}
+--                    tie-breaker boards n tie keys and the board's columns as JSON}
 -- or {'ERR', code} ('archived': read the archive), or {'SHARDED', cfg text}.
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'ERR', 'no_board'} end
@@ -33,7 +33,7 @@ local function suffix(period_id, region)
   return period_id .. ':' .. region
 end
 
--- (position, score, rank, tie-breakers JSON or nil) of a player on one sorted set, or nil
+-- (position, score, rank, tie key or nil) of a player on one sorted set, or nil
 -- without an entry.
 local function place(sfx, player)
   local zkey, member = prefix .. 'z:' .. sfx, player
@@ -47,11 +47,11 @@ local function place(sfx, player)
   local score = redis.call('ZSCORE', zkey, member)
   local rank
   local tbs = nil
-  if spec then tbs = tb_json(member, spec) end
+  if spec then tbs = tb_key(member, spec) end
   if first then
     rank = pos + 1
   elseif spec then
-    rank = tb_rank(zkey, desc, tonumber(score), string.sub(tb_group(member, spec), TB_W + 1))
+    rank = tb_rank(zkey, desc, tb_group(member, spec))
   elseif desc then
     rank = redis.call('ZCOUNT', zkey, '(' .. score, '+inf') + 1  -- 1 + strictly better scores
   else
@@ -88,7 +88,10 @@ if op == 'many' then
     local metas = redis.call('HMGET', KEYS[2], unpack(found))
     for i = 1, #found do out[#out + 1] = metas[i] or '' end
   end
-  for i = 1, #tbs do out[#out + 1] = tbs[i] end
+  if spec then
+    for i = 1, #tbs do out[#out + 1] = tbs[i] end
+    out[#out + 1] = cjson.encode(spec) -- what the caller decodes the tie keys with
+  end
   return out
 end
 
@@ -121,7 +124,10 @@ if op == 'standings' then
       end
     end
   end
-  for i = 1, #tbs do out[#out + 1] = tbs[i] end
+  if spec then
+    for i = 1, #tbs do out[#out + 1] = tbs[i] end
+    out[#out + 1] = cjson.encode(spec) -- what the caller decodes the tie keys with
+  end
   return out
 end
 

@@ -6,8 +6,8 @@
 --       4 player (player/around), 5 offset (page) or rank (around_rank), 6 window size,
 --       7 period id.
 -- Returns {'OK', total, start, player_position (-1 if none), n, then n x (player, score, rank),
---          then n metadata JSON strings ('' = none), then on tie-breaker boards n tie-breaker
---          JSON objects} or {'ERR', code} ('archived': read the
+--          then n metadata JSON strings ('' = none), then on tie-breaker boards n tie keys
+--          and the board's columns as JSON} or {'ERR', code} ('archived': read the
 --          archive), or {'SHARDED', cfg text}.
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'ERR', 'no_board'} end
@@ -72,7 +72,7 @@ for i = 1, #rows, 2 do
   local pid, s = rows[i], rows[i + 1]
   local member = pid
   if keyed then pid = member_player(member) end
-  if spec then tbs[#tbs + 1] = tb_json(member, spec) end
+  if spec then tbs[#tbs + 1] = tb_key(member, spec) end
   local position = start + (i - 1) / 2
   local rank
   if first then
@@ -87,7 +87,7 @@ for i = 1, #rows, 2 do
     elseif prev_score ~= nil then
       rank = position + 1
     elseif spec then
-      rank = tb_rank(key, desc, tonumber(s), string.sub(value, TB_W + 1))
+      rank = tb_rank(key, desc, value)
     elseif desc then
       rank = redis.call('ZCOUNT', key, '(' .. s, '+inf') + 1
     else
@@ -104,5 +104,8 @@ if #players > 0 then
   local metas = redis.call('HMGET', KEYS[4], unpack(players))
   for i = 1, #players do out[#out + 1] = metas[i] or '' end
 end
-for i = 1, #tbs do out[#out + 1] = tbs[i] end
+if spec then
+  for i = 1, #tbs do out[#out + 1] = tbs[i] end
+  out[#out + 1] = cjson.encode(spec) -- what the caller decodes the tie keys with
+end
 return out

@@ -202,7 +202,7 @@ for i = 1, n do
         if desc then prev_rank = redis.call('ZREVRANK', z, member) + 1
         else prev_rank = redis.call('ZRANK', z, member) + 1 end
       elseif tb then
-        prev_rank = tb_rank(z, desc, old, old_key)
+        prev_rank = tb_rank(z, desc, string.sub(member, 1, 16 + #old_key))
       elseif desc then
         prev_rank = redis.call('ZCOUNT', z, '(' .. fmt(old), '+inf') + 1
       else
@@ -262,7 +262,7 @@ for i = 1, n do
       if desc then r = redis.call('ZREVRANK', z, member) else r = redis.call('ZRANK', z, member) end
       rank = r + 1
     elseif tb then
-      rank = tb_rank(z, desc, new, kept)
+      rank = tb_rank(z, desc, string.sub(member, 1, 16 + #kept))
     elseif desc then
       rank = redis.call('ZCOUNT', z, '(' .. shown, '+inf') + 1
     else

@@ -4,7 +4,7 @@
 -- board), [the arrival, on ties=first boards], '|', the player. Member order is then the
 -- board's order and, the score leading, agrees with the set's own order, so ZLEXCOUNT counts
 -- the strictly better tuples. leaderboard/domain/tiebreakers.py computes the same keys.
-local TB_OFF, TB_SPAN, TB_W = 999999999999999, 1999999999999998, 16
+local TB_W = 16
 
 local function skey(x)
   if x == 0 then x = 0 end -- -0 is 0
@@ -18,10 +18,11 @@ local function skey(x)
   return string.format('%02x%02x%02x%02x%02x%02x%02x%02x', b1, b2, b3, b4, b5, b6, b7, b8)
 end
 
--- 1 + the entries strictly better than (score x, tie key) on a set of a tie-breaker board
-local function tb_rank(z, desc, x, key)
-  if desc then return redis.call('ZLEXCOUNT', z, '(' .. skey(x) .. key .. '}', '+') + 1 end
-  return redis.call('ZLEXCOUNT', z, '-', '(' .. skey(x) .. key) + 1
+-- 1 + the entries strictly better than a (score key .. tie key) group on a set of a
+-- tie-breaker board: a shared rank, one ZLEXCOUNT
+local function tb_rank(z, desc, group)
+  if desc then return redis.call('ZLEXCOUNT', z, '(' .. group .. '}', '+') + 1 end
+  return redis.call('ZLEXCOUNT', z, '-', '(' .. group) + 1
 end
 
 -- The player of a member that carries a prefix (everything after the first '|').
@@ -34,14 +35,8 @@ local function tb_group(member, spec)
   return string.sub(member, 1, TB_W * (1 + #spec))
 end
 
--- The tie-breakers of a member as a JSON object, decoded with the board's spec
--- ({{name, 1 if complemented}, ...}); names are [a-z0-9_], so they need no escaping.
-local function tb_json(member, spec)
-  local parts = {}
-  for i, column in ipairs(spec) do
-    local v = tonumber(string.sub(member, 1 + TB_W * i, TB_W * (i + 1)))
-    if column[2] == 1 then v = TB_SPAN - v end
-    parts[i] = '"' .. column[1] .. '":' .. string.format('%d', v - TB_OFF)
-  end
-  return '{' .. table.concat(parts, ',') .. '}'
+-- The tie key of a member (its columns' digits): the caller decodes it with the board's
+-- columns (leaderboard/domain/tiebreakers.py), so a read pays one string.sub an entry.
+local function tb_key(member, spec)
+  return string.sub(member, TB_W + 1, TB_W * (1 + #spec))
 end
