@@ -22,6 +22,7 @@ from typing import Any
 
 from devstack import tokens
 from devstack.gateway import HttpGateway, LocalApi
+from devstack.hooks import LOCAL_HOOKS
 from devstack.queue_consumer import QueueConsumer
 from devstack.runtime import EventLoopThread, FunctionPool, Invocation
 from devstack.scheduler import Scheduler
@@ -228,6 +229,8 @@ class LocalStack:
             "SQS_ENDPOINT_URL": endpoint,
             "LIVE_EVENTS_URL": self.events.publish_url,
             "POWERTOOLS_TRACE_DISABLED": "true",
+            # Boards may name the example hooks of devstack/hooks.py (or the environment's).
+            "LOCAL_VALIDATION_HOOKS": os.environ.get("LOCAL_VALIDATION_HOOKS", LOCAL_HOOKS),
             **aws,
         }
         self._publish_boards()

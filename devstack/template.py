@@ -64,6 +64,8 @@ LOCAL_ONLY_VARIABLES = (
     "POWERTOOLS_TRACE_DISABLED",
     "POWERTOOLS_DEV",
     "POWERTOOLS_METRICS_DISABLED",
+    # Validation hooks a board may name locally: Python callables (devstack/hooks.py).
+    "LOCAL_VALIDATION_HOOKS",
 )
 
 

@@ -24,6 +24,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from devstack import servers
+from devstack.hooks import LOCAL_HOOKS
 from devstack.servers import EmbeddedPostgres, EmbeddedValkey, LocalEventApi, LocalSQS
 from leaderboard.stores.postgres import apply_migrations
 from leaderboard.stores.redis_client import connect
@@ -213,6 +214,8 @@ def api(
             "AWS_ACCESS_KEY_ID": event_api.publisher_credentials[0],
             "AWS_SECRET_ACCESS_KEY": event_api.publisher_credentials[1],
             "POWERTOOLS_TRACE_DISABLED": "true",
+            # the example validation hooks, as `make run` configures them
+            "LOCAL_VALIDATION_HOOKS": LOCAL_HOOKS,
         }
     )
 

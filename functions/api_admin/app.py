@@ -1,4 +1,5 @@
-"""Admin API: board configuration, player removal, health. PostgreSQL + Redis."""
+"""Admin API: board configuration, player removal, flagged submissions, health.
+PostgreSQL + Redis."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from leaderboard.api.http import caller, create_app, json_body, json_response, no_query
+from leaderboard.api.http import caller, create_app, json_body, json_response, no_query, query
 from leaderboard.api.observability import logger, metrics, tracer
 from leaderboard.domain.auth import require_admin
 from leaderboard.services.boards import BoardAdminService
 from leaderboard.services.health import HealthService
-from leaderboard.settings import DatabaseSettings, QueueSettings, RedisSettings
+from leaderboard.settings import DatabaseSettings, HookSettings, QueueSettings, RedisSettings
 from leaderboard.stores.postgres import Database
 from leaderboard.stores.redis_client import connect
 from leaderboard.stores.redis_index import RedisIndex
@@ -23,7 +24,7 @@ db = Database(DatabaseSettings.from_env().connection_url)
 index = RedisIndex(connect(redis_settings.url, cluster=redis_settings.cluster))
 queue_settings = QueueSettings.from_env()
 queue = SqsScoreQueue(make_sqs_client(queue_settings.endpoint_url), queue_settings.queue_url)
-boards = BoardAdminService(db, index)
+boards = BoardAdminService(db, index, hook_targets=HookSettings.from_env().targets)
 health = HealthService({"redis": index.ping, "postgres": db.ping, "queue": queue.ping})
 tracer.patch(["botocore"])  # X-Ray subsegments for SQS calls
 app = create_app()
@@ -53,6 +54,13 @@ def rebuild(board_id: str) -> Response:
     require_admin(who)
     no_query(app)
     return json_response(200, boards.rebuild(board_id, who))
+
+
+@app.get("/boards/<board_id>/flags")
+def flags(board_id: str) -> Response:
+    who = caller(app)
+    require_admin(who)
+    return json_response(200, boards.flags(board_id, query(app), who))
 
 
 @app.get("/health")

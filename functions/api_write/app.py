@@ -1,7 +1,8 @@
 """Write API: score submissions. One Redis script, then one queue send.
 
 PostgreSQL is reached only when Redis has no such board, to tell a board whose serving data
-was lost (503 while it is restored) from an unknown one (404).
+was lost (503 while it is restored) from an unknown one (404). A board with a validation hook
+has it called first (one call per request); the Lambda client for hooks is made only then.
 """
 
 from __future__ import annotations
@@ -15,14 +16,16 @@ from leaderboard.api.http import caller, create_app, header, json_body, json_res
 from leaderboard.api.observability import logger, metrics, tracer
 from leaderboard.domain.validation import MAX_BATCH_BODY_BYTES
 from leaderboard.services.scores import ScoreService
-from leaderboard.settings import DatabaseSettings, QueueSettings, RedisSettings
+from leaderboard.settings import DatabaseSettings, HookSettings, QueueSettings, RedisSettings
 from leaderboard.stores.redis_client import connect
 from leaderboard.stores.redis_index import RedisIndex
 from leaderboard.stores.score_queue import SqsScoreQueue, make_sqs_client
+from leaderboard.stores.validation_hooks import ValidationHooks
 
 redis_settings = RedisSettings.from_env()
 queue_settings = QueueSettings.from_env()
 database = DatabaseSettings.from_env()
+hook_settings = HookSettings.from_env()
 _boards: Any = None
 
 
@@ -44,6 +47,7 @@ scores = ScoreService(
     ),
     SqsScoreQueue(make_sqs_client(queue_settings.endpoint_url), queue_settings.queue_url),
     in_record=board_in_record,
+    hooks=ValidationHooks.from_settings(hook_settings),
 )
 tracer.patch(["botocore"])  # X-Ray subsegments for SQS calls
 app = create_app()

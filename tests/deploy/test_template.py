@@ -42,6 +42,7 @@ ADMIN = {
     "PUT /boards/{board_id}",
     "DELETE /boards/{board_id}/players/{player_id}",
     "POST /boards/{board_id}/rebuild",
+    "GET /boards/{board_id}/flags",
 }
 
 
@@ -173,7 +174,9 @@ def test_only_the_live_publisher_needs_a_nat_gateway_and_stores_are_private():
     }
     # s3: CloudFormation response URL. No appsync-api endpoint: it refuses public APIs, and with
     # private DNS it would break every other call to a public AppSync API from the VPC.
-    assert endpoints == {"sqs", "secretsmanager", "s3"}
+    # lambda: the write function's validation hooks, only when the deployment allows one.
+    assert endpoints == {"sqs", "secretsmanager", "s3", "lambda"}
+    assert RESOURCES["LambdaEndpoint"]["Condition"] == "HasValidationHooks"
     assert not any(r["Type"] == "AWS::EC2::NatGateway" for r in RESOURCES.values())
     assert RESOURCES["DatabaseInstance"]["Properties"]["PubliclyAccessible"] is False
     assert RESOURCES["DatabaseProxy"]["Properties"]["RequireTLS"] is True
@@ -424,6 +427,42 @@ def test_the_default_node_groups_spread_boards_of_4_and_8_shards_evenly():
             counts = _node_groups_holding(board_id, shards, groups)
             assert counts == [shards // groups] * groups, (board_id, shards, counts)
     assert _node_groups_holding("launch", 2, 2) == [1, 1], "two shards, two node groups"
+
+
+def test_validation_hooks_invoke_exactly_the_allowed_arns_and_nothing_without_them():
+    """Least privilege: lambda:InvokeFunction on the ValidationHookArns only, on the write
+    function only, and no statement at all (nor a Lambda endpoint) when the list is empty."""
+    parameter = TEMPLATE.raw["Parameters"]["ValidationHookArns"]
+    assert parameter["Type"] == "CommaDelimitedList" and parameter["Default"] == ""
+    condition = TEMPLATE.raw["Conditions"]["HasValidationHooks"]
+    assert condition == {
+        "Fn::Not": [{"Fn::Equals": [{"Fn::Join": ["", {"Ref": "ValidationHookArns"}]}, ""]}]
+    }
+    granted = {}
+    for name, res in FUNCTIONS.items():
+        for policy in res["Properties"].get("Policies", []):
+            text = json.dumps(policy)
+            if "lambda:" in text:
+                granted[name] = policy
+    assert set(granted) == {"ApiWriteFunction"}, "only the write function calls hooks"
+    when, statement, otherwise = granted["ApiWriteFunction"]["Fn::If"]
+    assert when == "HasValidationHooks" and otherwise == {"Ref": "AWS::NoValue"}
+    assert statement == {
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Action": "lambda:InvokeFunction",
+                "Resource": {"Ref": "ValidationHookArns"},
+            }
+        ]
+    }
+    allowed = {"Fn::Join": [",", {"Ref": "ValidationHookArns"}]}
+    for name in ("ApiWriteFunction", "ApiAdminFunction"):  # calls them / lets boards name them
+        variables = FUNCTIONS[name]["Properties"]["Environment"]["Variables"]
+        assert variables["VALIDATION_HOOK_ARNS"] == allowed, name
+    route = FUNCTIONS["ApiAdminFunction"]["Properties"]["Events"]["ListFlags"]["Properties"]
+    assert route["Path"] == "/boards/{board_id}/flags"
+    assert route["Auth"]["AuthorizationScopes"] == ["leaderboard/admin"]
 
 
 def test_every_parameter_is_documented():

@@ -22,7 +22,7 @@ from openapi_spec_validator.validation import OpenAPIV31SpecValidator
 from devstack.gateway import HttpGateway, LocalApi
 from devstack.runtime import EventLoopThread
 from devstack.template import Route, load
-from leaderboard.services import reads
+from leaderboard.services import boards, reads
 from tests.support.openapi_contract import (
     ContractViolation,
     check_response,
@@ -45,6 +45,12 @@ SAMPLE_VALUES = {
     "ids": "p-1",
     "kind": "weekly",
     "before": "2026-W47",
+    "verdict": "flag",
+    "player_id": "p-1",
+}
+# Where a route's parameter takes another kind of value than SAMPLE_VALUES's.
+ROUTE_SAMPLES = {
+    "GET /boards/{board_id}/flags": {"before": "019ab3c4-5d6e-7f80-9a1b-2c3d4e5f6a7b"},
 }
 # Parameters a route cannot do without; sent along with each parameter tried.
 REQUIRED_QUERY = {"GET /boards/{board_id}/players": {"ids": "p-1"}}
@@ -57,6 +63,7 @@ CODE_PARAMS = {
     "GET /boards/{board_id}/players": reads._PLAYERS_PARAMS,
     "GET /boards/{board_id}/players/{player_id}/standings": reads._STANDINGS_PARAMS,
     "GET /boards/{board_id}/players/{player_id}/history": reads._HISTORY_PARAMS,
+    "GET /boards/{board_id}/flags": boards._FLAGS_PARAMS,
 }
 
 
@@ -174,8 +181,9 @@ def test_the_documented_query_parameters_are_exactly_the_accepted_ones(
     assert set(documented) == CODE_PARAMS.get(route.route_key, set())
     required = REQUIRED_QUERY.get(route.route_key, {})
     assert {n for n, p in documented.items() if p.get("required")} == set(required)
+    samples = SAMPLE_VALUES | ROUTE_SAMPLES.get(route.route_key, {})
     for name in documented:
-        sent = required | {name: SAMPLE_VALUES[name]}
+        sent = required | {name: samples[name]}
         r = api.call(
             request["method"],
             f"{request['path']}?{urlencode(sent)}",

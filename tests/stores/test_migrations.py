@@ -174,6 +174,39 @@ def test_the_record_keeps_the_arrival_that_orders_a_sharded_boards_ties(empty_da
     assert row == (None,)
 
 
+def test_the_record_keeps_hook_verdicts_and_finds_flags_by_index(empty_database):
+    """0008 (issue 23): score_events gain hook_verdict and hook_reason (NULL on the events
+    already there: their boards had no hook), only the recorded verdicts are allowed, and a
+    board's flagged events are found through the partial index."""
+    names = [name for name, _ in migration_files()]
+    apply_migrations(empty_database, upto=next(n for n in names if n.startswith("0007_")))
+    insert = (
+        "INSERT INTO score_events (event_id, board_id, player_id, version, occurred_at,"
+        " payload) VALUES (gen_random_uuid(), 'b', %s, 1, now(), '{}')"
+    )
+    with psycopg.connect(empty_database) as conn:
+        conn.execute(insert, ("old",))
+    upto = next(n for n in names if n.startswith("0008_"))
+    assert [n[:4] for n in apply_migrations(empty_database, upto=upto)] == ["0008"]
+    with psycopg.connect(empty_database, autocommit=True) as conn:
+        row = conn.execute("SELECT hook_verdict, hook_reason FROM score_events").fetchone()
+        assert row == (None, None)
+        with pytest.raises(psycopg.errors.CheckViolation):
+            conn.execute(
+                "UPDATE score_events SET hook_verdict = 'reject'"  # never recorded: not applied
+            )
+        conn.execute("UPDATE score_events SET hook_verdict = 'flag', hook_reason = 'high'")
+        conn.execute("SET enable_seqscan = off")
+        plan = "\n".join(
+            r[0]
+            for r in conn.execute(
+                "EXPLAIN SELECT event_id FROM score_events WHERE board_id = 'b'"
+                " AND hook_verdict = 'flag' ORDER BY event_id DESC LIMIT 10"
+            ).fetchall()
+        )
+    assert "score_events_review" in plan, plan
+
+
 def test_the_record_keeps_the_tie_keys_of_tiebreaker_boards(empty_database):
     """0009 (issue 23): standings gain tie_key (byte order: collation "C") and archived
     entries their tie-breakers, NULL on every row already there."""

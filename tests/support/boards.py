@@ -41,8 +41,15 @@ class ListSink:
 
 
 def publish(index: RedisIndex, board_id: str, **rules: Any) -> Any:
+    hook = rules.get("validation_hook")
     board = parse_board_request(
-        board_id, rules, None, has_entries=False, now_iso="2026-11-22T00:00:00Z"
+        board_id,
+        rules,
+        None,
+        has_entries=False,
+        now_iso="2026-11-22T00:00:00Z",
+        # the hook a test names is taken as configured
+        hook_targets={hook["target"]} if isinstance(hook, dict) else frozenset(),
     )
     index.publish_board(board)
     return board

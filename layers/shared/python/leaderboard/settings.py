@@ -7,6 +7,7 @@ a message naming it, rather than failing on the first request.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -149,3 +150,48 @@ class LiveSettings:
             run_seconds=_int("LIVE_RUN_SECONDS", 60, 1, 840),
             max_changed=_int("LIVE_MAX_CHANGED", 25, 0, 1000),
         )
+
+
+_CALLABLE_RE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*", re.ASCII)
+
+
+@dataclass(frozen=True, slots=True)
+class HookSettings:
+    """The validation hooks boards may name (leaderboard/domain/hooks.py).
+
+    VALIDATION_HOOK_ARNS: comma-separated Lambda function ARNs (the template grants
+    lambda:InvokeFunction on exactly these). LOCAL_VALIDATION_HOOKS (the local stack and
+    tests): `name=package.module:function,...`; a board names a hook by its name, so a board
+    body never picks the code that runs."""
+
+    lambda_arns: frozenset[str] = frozenset()
+    local: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def targets(self) -> frozenset[str]:
+        return self.lambda_arns | {name for name, _ in self.local}
+
+    @classmethod
+    def from_env(cls) -> HookSettings:
+        from leaderboard.domain.hooks import LAMBDA_ARN_RE, LOCAL_NAME_RE
+
+        arns = [a.strip() for a in os.environ.get("VALIDATION_HOOK_ARNS", "").split(",")]
+        for arn in filter(None, arns):
+            if not LAMBDA_ARN_RE.fullmatch(arn):
+                raise ConfigurationError(
+                    f"VALIDATION_HOOK_ARNS must list Lambda function ARNs, not {arn!r}"
+                )
+        local: dict[str, str] = {}
+        for item in filter(
+            None, (i.strip() for i in os.environ.get("LOCAL_VALIDATION_HOOKS", "").split(","))
+        ):
+            name, _, path = (part.strip() for part in item.partition("="))
+            if not LOCAL_NAME_RE.fullmatch(name) or not _CALLABLE_RE.fullmatch(path):
+                raise ConfigurationError(
+                    "LOCAL_VALIDATION_HOOKS must be name=package.module:function,... "
+                    f"(names of lowercase letters, digits, - and _), not {item!r}"
+                )
+            if name in local:
+                raise ConfigurationError(f"LOCAL_VALIDATION_HOOKS names {name!r} twice")
+            local[name] = path
+        return cls(lambda_arns=frozenset(filter(None, arns)), local=tuple(local.items()))

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from leaderboard.domain.errors import BadRequest, Conflict
+from leaderboard.domain.hooks import HookConfig, parse_hook_field
 from leaderboard.domain.live import DEFAULT_LIVE_TOP, MAX_LIVE_TOP, board_channel
 from leaderboard.domain.periods import ALL_TIME, PERIOD_KINDS, WEEKLY
 from leaderboard.domain.shards import MAX_SHARDS
@@ -45,6 +47,8 @@ class BoardConfig:
     shards: int = 1
     # Integer columns ordering equal scores, in order (leaderboard/domain/tiebreakers.py).
     tiebreakers: tuple[TieBreaker, ...] = ()
+    # Called before each submission is applied (leaderboard/domain/hooks.py); None: no hook.
+    validation_hook: HookConfig | None = None
     created_at: str = ""
     updated_at: str = ""
     version: int = 1
@@ -74,6 +78,9 @@ class BoardConfig:
             cfg["shards"] = self.shards
         if self.tiebreakers:
             cfg["tb"] = script_spec(self.tiebreakers, self.sort)
+        if self.validation_hook is not None:
+            # The write path learns of the hook from the rules it caches (the scripts skip it).
+            cfg["hook"] = self.validation_hook.to_json()
         optional = {
             "regions": list(self.regions) if self.regions else None,
             "max_entries": self.max_entries,
@@ -104,6 +111,7 @@ class BoardConfig:
             live_top=int(data.get("live_top", DEFAULT_LIVE_TOP)),
             shards=int(data.get("shards", 1)),
             tiebreakers=parse_columns(data.get("tiebreakers")),
+            validation_hook=HookConfig.from_json(data.get("validation_hook")),
             created_at=data.get("created_at", ""),
             updated_at=data.get("updated_at", ""),
             version=int(data.get("version", 1)),
@@ -125,6 +133,7 @@ _FIELDS = (
     "live_top",
     "shards",
     "tiebreakers",
+    "validation_hook",
 )
 
 
@@ -138,7 +147,7 @@ def _optional_bound(value: Any, name: str) -> int | float | None:
     return None if value is None else require_score(value, name)
 
 
-def _parse_field(name: str, value: Any) -> Any:
+def _parse_field(name: str, value: Any, hook_targets: Collection[str]) -> Any:
     if name == "title":
         if value is None:
             return None
@@ -197,6 +206,8 @@ def _parse_field(name: str, value: Any) -> Any:
         return require_int(value, name, minimum=1, maximum=MAX_SHARDS)
     if name == "tiebreakers":
         return parse_columns(value)
+    if name == "validation_hook":
+        return parse_hook_field(value, hook_targets)
     raise AssertionError(name)  # pragma: no cover
 
 
@@ -207,18 +218,22 @@ def parse_board_request(
     *,
     has_entries: bool,
     now_iso: str,
+    hook_targets: Collection[str] = frozenset(),
 ) -> BoardConfig:
     """Validate a PUT body against the current board (if any).
 
     Fields left out keep their current value (defaults on create), so a client can change the
     title without restating every rule; an explicit null clears a nullable rule.
+    `hook_targets`: the validation hooks this deployment allows a board to name.
     """
     unknown = sorted(set(body) - set(_FIELDS) - {"board_id"})
     if unknown:
         raise BadRequest(f"unknown field(s): {', '.join(unknown)}", fields=unknown)
     if "board_id" in body and body["board_id"] != board_id:
         raise BadRequest("board_id in the body must match the path", field="board_id")
-    changes = {name: _parse_field(name, body[name]) for name in _FIELDS if name in body}
+    changes = {
+        name: _parse_field(name, body[name], hook_targets) for name in _FIELDS if name in body
+    }
 
     base = existing or BoardConfig(board_id=board_id, created_at=now_iso)
     board = replace(

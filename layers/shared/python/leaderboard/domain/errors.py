@@ -31,6 +31,12 @@ class Unprocessable(DomainError):
     code = "unprocessable"
 
 
+class RejectedByHook(Unprocessable):
+    """The board's validation hook rejected the submission; the message is the hook's reason."""
+
+    code = "rejected_by_hook"
+
+
 class Unauthorized(DomainError):
     status = 401
     code = "unauthorized"
@@ -82,6 +88,12 @@ class Unavailable(DomainError):
     def __init__(self, message: str, retry_after: int = 1, **details: Any) -> None:
         super().__init__(message, **details)
         self.retry_after = max(1, retry_after)
+
+
+class HookUnavailable(Unavailable):
+    """The board's validation hook failed or timed out and the board fails closed."""
+
+    code = "hook_unavailable"
 
 
 class ConfigurationError(RuntimeError):

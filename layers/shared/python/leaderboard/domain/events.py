@@ -96,6 +96,9 @@ class ScoreEvent:
     evictions: tuple[Eviction, ...] = ()
     # Sharded ties=first boards: the arrival that orders this player's ties (domain/shards.py)
     arrival: int | None = None
+    # The board's validation hook on it: accept, flag or failed_open (None: the board has none)
+    hook_verdict: str | None = None
+    hook_reason: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = {
@@ -116,6 +119,9 @@ class ScoreEvent:
         }
         if self.arrival is not None:
             data["arrival"] = self.arrival
+        if self.hook_verdict is not None:  # boards without a hook send what they always sent
+            data["hook_verdict"] = self.hook_verdict
+            data["hook_reason"] = self.hook_reason
         return data
 
     def to_message(self) -> str:

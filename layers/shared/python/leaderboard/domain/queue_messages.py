@@ -58,6 +58,9 @@ class ReceivedEvent(msgspec.Struct, frozen=True, gc=False):
     standings: list[ReceivedStanding] = msgspec.field(name="scores")
     evictions: list[ReceivedEviction] = msgspec.field(default_factory=list, name="evicted")
     arrival: int | None = None
+    # The board's validation hook on it (leaderboard/domain/hooks.py); None: no hook.
+    hook_verdict: Literal["accept", "flag", "failed_open"] | None = None
+    hook_reason: str | None = None
 
     def to_message(self) -> str:
         return msgspec.json.encode(self).decode()

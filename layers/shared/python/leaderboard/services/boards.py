@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from leaderboard.domain.auth import Caller, require_admin
 from leaderboard.domain.boards import parse_board_request
 from leaderboard.domain.clock import Clock, iso, system_clock
-from leaderboard.domain.errors import NotFound
-from leaderboard.domain.validation import require_board_id, require_player_id
+from leaderboard.domain.errors import BadRequest, NotFound
+from leaderboard.domain.validation import (
+    known_params,
+    query_int,
+    require_board_id,
+    require_player_id,
+)
 from leaderboard.services.rebuild import Rebuilder
 from leaderboard.stores.postgres import BoardRepository, Database
 from leaderboard.stores.redis_index import RedisIndex
@@ -16,11 +23,19 @@ from leaderboard.stores.standings import StandingsStore
 
 
 class BoardAdminService:
-    def __init__(self, db: Database, index: RedisIndex, clock: Clock = system_clock) -> None:
+    def __init__(
+        self,
+        db: Database,
+        index: RedisIndex,
+        clock: Clock = system_clock,
+        hook_targets: Collection[str] = frozenset(),
+    ) -> None:
+        """`hook_targets`: the validation hooks a board may name here (HookSettings)."""
         self.db = db
         self.boards = BoardRepository(db)
         self.index = index
         self.clock = clock
+        self.hook_targets = hook_targets
 
     def put_board(
         self, board_id: str, body: dict[str, Any], caller: Caller
@@ -32,7 +47,12 @@ class BoardAdminService:
             existing = self.boards.get_for_update(conn, board_id)
             has_entries = existing is not None and self.index.board_entry_count(board_id) > 0
             board = parse_board_request(
-                board_id, body, existing, has_entries=has_entries, now_iso=iso(self.clock())
+                board_id,
+                body,
+                existing,
+                has_entries=has_entries,
+                now_iso=iso(self.clock()),
+                hook_targets=self.hook_targets,
             )
             self.boards.save(conn, board)
         if existing is not None and Rebuilder(self.db, self.index).is_lost(existing):
@@ -60,6 +80,39 @@ class BoardAdminService:
         _, version = self.index.delete_player(board_id, player_id)
         StandingsStore(self.db).delete_player(board_id, player_id, version)
 
+    def flags(
+        self, board_id: str, query: Mapping[str, str | None], caller: Caller
+    ) -> dict[str, Any]:
+        """Submissions the board's validation hook flagged (or that were applied because it
+        failed open), newest first, for review: `verdict`, `player_id`, `limit`, `before`."""
+        from leaderboard.stores.hook_review import HookReview
+
+        require_admin(caller)
+        board_id = require_board_id(board_id)
+        known_params(query, _FLAGS_PARAMS)
+        verdict = query.get("verdict") or "flag"
+        if verdict not in ("flag", "failed_open"):
+            raise BadRequest("verdict must be flag or failed_open", field="verdict")
+        raw_player = query.get("player_id")
+        player_id = None if raw_player is None else require_player_id(raw_player)
+        limit = query_int(query.get("limit"), "limit", default=50, minimum=1, maximum=200)
+        before = query.get("before")
+        if before is not None and not _EVENT_ID_RE.fullmatch(before):
+            raise BadRequest("before must be an event id, the `next` of a page", field="before")
+        if self.boards.get(board_id) is None:
+            raise NotFound(f"board {board_id!r} does not exist", board_id=board_id)
+        rows = HookReview(self.db).page(
+            board_id, verdict, player_id=player_id, before=before, limit=limit + 1
+        )
+        page = rows[:limit]
+        return {
+            "board_id": board_id,
+            "verdict": verdict,
+            "player_id": player_id,
+            "flags": page,
+            "next": page[-1]["event_id"] if len(rows) > limit else None,
+        }
+
     def recover_lost(self) -> list[str]:
         """Rebuild every board the index lost (after a restart on an empty cache)."""
         rebuilder = Rebuilder(self.db, self.index)
@@ -67,3 +120,7 @@ class BoardAdminService:
         for board_id in lost:
             rebuilder.rebuild(board_id)
         return lost
+
+
+_FLAGS_PARAMS = {"verdict", "player_id", "limit", "before"}
+_EVENT_ID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")

@@ -18,10 +18,19 @@ from leaderboard.domain.errors import (
     Unavailable,
 )
 from leaderboard.domain.events import ScoreEvent, new_event_id
+from leaderboard.domain.hooks import HookConfig, HookFailure, Screening, screenings
 from leaderboard.domain.periods import current_periods
 from leaderboard.domain.submissions import Submission, parse_batch, parse_submission
 from leaderboard.domain.validation import require_board_id, require_idempotency_key
-from leaderboard.stores.redis_index import BatchWrite, RedisIndex, SubmitResult
+from leaderboard.stores.redis_index import BatchWrite, RedisIndex, Screen, SubmitResult
+
+
+class HookJudge(Protocol):
+    """Calls a board's validation hook (leaderboard.stores.validation_hooks)."""
+
+    def judge(
+        self, hook: HookConfig, board_id: str, items: Sequence[tuple[Submission, str | None]]
+    ) -> list[Screening]: ...
 
 
 class EventSink(Protocol):
@@ -41,7 +50,9 @@ class SubmitResponse:
 
 class ScoreService:
     """Submissions. `in_record(board_id)` tells a lost board (503 while it is restored) from
-    an unknown one (404); it is consulted only when the index has no such board."""
+    an unknown one (404); it is consulted only when the index has no such board. `hooks`
+    calls boards' validation hooks; without it a board's hook counts as failed (its policy
+    answers)."""
 
     def __init__(
         self,
@@ -49,11 +60,26 @@ class ScoreService:
         sink: EventSink,
         clock: Clock = system_clock,
         in_record: Callable[[str], bool] | None = None,
+        hooks: HookJudge | None = None,
     ) -> None:
         self.index = index
         self.sink = sink
         self.clock = clock
         self.in_record = in_record
+        self.hooks = hooks
+
+    def _screen(self, board_id: str, items: Sequence[tuple[Submission, str | None]]) -> Screen:
+        """The index calls this only for a board with a hook, with the positions it may apply:
+        one hook call for all of them."""
+
+        def screen(hook: HookConfig, positions: Sequence[int]) -> Sequence[Screening]:
+            chosen = [items[p] for p in positions]
+            if self.hooks is None:
+                failure = HookFailure("no validation hooks are configured here")
+                return screenings(hook, failure, len(chosen))
+            return self.hooks.judge(hook, board_id, chosen)
+
+        return screen
 
     def submit(
         self, board_id: str, body: dict[str, Any], caller: Caller, idempotency_key: str | None
@@ -63,7 +89,9 @@ class ScoreService:
         submission = parse_submission(body, caller)
         now = self.clock()
         try:
-            result = self._apply(board_id, submission, now, key, caller)
+            result = self._apply(
+                board_id, submission, now, key, caller, self._screen(board_id, [(submission, key)])
+            )
         except BoardMissing:
             if self.in_record is not None and self.in_record(board_id):
                 raise Unavailable(
@@ -108,8 +136,12 @@ class ScoreService:
             )
         try:
             if writes:
+                screen = self._screen(
+                    board_id,
+                    [(w.submission, w.idempotency[1] if w.idempotency else None) for w in writes],
+                )
                 outcomes = self.index.submit_many(
-                    board_id, writes, now_ms=now_ms, periods=current_periods(now)
+                    board_id, writes, now_ms=now_ms, periods=current_periods(now), screen=screen
                 )
             else:  # every item is bad: the board must still exist (404 before item errors)
                 outcomes = []
@@ -154,7 +186,13 @@ class ScoreService:
         )
 
     def _apply(
-        self, board_id: str, submission: Submission, now: datetime, key: str | None, caller: Caller
+        self,
+        board_id: str,
+        submission: Submission,
+        now: datetime,
+        key: str | None,
+        caller: Caller,
+        screen: Screen | None = None,
     ) -> SubmitResult:
         return self.index.submit(
             board_id,
@@ -163,6 +201,7 @@ class ScoreService:
             now_ms=to_ms(now),
             periods=current_periods(now),
             idempotency=(caller.subject, key) if key else None,
+            screen=screen,
         )
 
 
@@ -214,6 +253,8 @@ def build_event(board_id: str, submission: Submission, result: SubmitResult) -> 
         standings=result.standings,
         evictions=result.evictions,
         arrival=result.arrival,
+        hook_verdict=result.hook_verdict,
+        hook_reason=result.hook_reason,
     )
 
 

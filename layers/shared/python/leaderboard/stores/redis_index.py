@@ -37,12 +37,21 @@ from leaderboard.domain.errors import (
     BoardMissing,
     Conflict,
     DomainError,
+    HookUnavailable,
     NotFound,
     RateLimited,
+    RejectedByHook,
     Unavailable,
     Unprocessable,
 )
 from leaderboard.domain.events import Eviction, Standing
+from leaderboard.domain.hooks import (
+    REJECTED,
+    UNAVAILABLE,
+    HookConfig,
+    Screening,
+    parse_record_field,
+)
 from leaderboard.domain.periods import Period
 from leaderboard.domain.shards import (
     arrival_number,
@@ -79,6 +88,9 @@ _UNREACHABLE = (
 )
 P = ParamSpec("P")
 R = TypeVar("R")
+# The board's validation hook on the submissions at these positions of a request, one
+# screening each (leaderboard.services.scores makes it; called only for boards with a hook).
+Screen = Callable[[HookConfig, Sequence[int]], Sequence[Screening]]
 
 
 def guarded(method: Callable[P, R]) -> Callable[P, R]:
@@ -190,6 +202,15 @@ class SubmitResult:
     # False when replicas were asked to confirm the write (RedisIndex.replica_acks) and too few
     # did in time: a failover now could lose it, so it must not be acknowledged or queued.
     replicated: bool = True
+    # The board's validation hook on it (accept, flag, failed_open); None: the board has none.
+    hook_verdict: str | None = None
+    hook_reason: str | None = None
+
+    def screened(self, screening: Screening | None) -> SubmitResult:
+        """With the verdict the record keeps (a replay carries this request's verdict)."""
+        if screening is None or not screening.verdict:
+            return self
+        return replace(self, hook_verdict=screening.verdict, hook_reason=screening.reason)
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,6 +332,7 @@ class WriteRules:
     desc: bool = True
     region_order: tuple[str, ...] = ()
     tiebreakers: tuple[TieBreaker, ...] = ()
+    hook: HookConfig | None = None  # the board's validation hook (not the script's concern)
 
     @property
     def keyed(self) -> bool:
@@ -362,6 +384,7 @@ class WriteRules:
                 TieBreaker(name, cfg["sort"] if not flipped else _OTHER_SORT[cfg["sort"]])
                 for name, flipped in (parse_spec(cfg["tb"]) if cfg.get("tb") else ())
             ),
+            hook=HookConfig.from_json(cfg.get("hook")),
         )
 
     def tie_key(self, submission: Submission) -> str:
@@ -446,11 +469,22 @@ class RedisIndex:
         now_ms: int,
         periods: dict[str, Period],
         idempotency: tuple[str, str] | None,
+        screen: Screen | None = None,
     ) -> SubmitResult:
         """Apply a submission to every period (and region) the board keeps, in one script call
-        once this process has the board's rules (a new or changed board costs one more)."""
+        once this process has the board's rules (a new or changed board costs one more).
+        A board with a validation hook: `screen` judges it first, with the rules the script
+        then proves current (changed rules with another hook: judged again)."""
         arrival = self._arrival()
+        screening: Screening | None = None
+        judged_by: HookConfig | None = None
         for _ in range(3):
+            rules = self._rules.get(board_id)
+            hook = rules.hook if rules is not None else None
+            if hook is None or screen is None or rules is None or rules.precheck(submission):
+                screening, judged_by = None, None  # no hook, or refused whatever it says
+            elif hook != judged_by:
+                screening, judged_by = screen(hook, [0])[0], hook
             keys, args = self.submit_call(
                 board_id,
                 submission,
@@ -460,6 +494,7 @@ class RedisIndex:
                 periods=periods,
                 idempotency=idempotency,
                 arrival=(arrival, 0),
+                screening=screening,
             )
             replicated = True
             if self.replica_acks:
@@ -470,10 +505,10 @@ class RedisIndex:
             if status in ("OK", "REPLAY"):
                 result = self._decoded(
                     board_id, _parse_record(reply[1], replayed=status == "REPLAY")
-                )
+                ).screened(screening)
                 return result if replicated else replace(result, replicated=False)
             if status != "STALE":
-                raise _submit_error(board_id, submission, reply[1:])
+                raise _submit_error(board_id, submission, reply[1:], screening)
             self._remember_rules(board_id, WriteRules.parse(reply[1]))
         raise Unavailable("the board's rules kept changing; retry", retry_after=1, store="redis")
 
@@ -514,15 +549,36 @@ class RedisIndex:
         *,
         now_ms: int,
         periods: dict[str, Period],
+        screen: Screen | None = None,
     ) -> list[SubmitResult | DomainError]:
         """Apply many submissions to one board in one pipelined round trip (one more when this
         process does not have the board's current rules). They apply in order, each in its own
-        script call: one refused submission does not stop the others."""
+        script call: one refused submission does not stop the others. A board with a
+        validation hook: `screen` judges every submission it may apply in one call first."""
         results: list[SubmitResult | DomainError | None] = [None] * len(writes)
         pending = list(range(len(writes)))
         arrival = self._arrival()
+        screened: dict[int, tuple[HookConfig, Screening]] = {}
         for _ in range(3):
             rules = self._rules.get(board_id)
+            hook = rules.hook if rules is not None else None
+            if hook is not None and screen is not None and rules is not None:
+                todo = [
+                    i
+                    for i in pending
+                    if (i not in screened or screened[i][0] != hook)
+                    and not rules.precheck(writes[i].submission)
+                ]
+                if todo:
+                    judged = screen(hook, todo)
+                    if len(judged) != len(todo):
+                        raise RuntimeError("a screening per submission was expected")
+                    screened.update(zip(todo, ((hook, s) for s in judged), strict=True))
+
+            def screening_of(i: int, hook: HookConfig | None = hook) -> Screening | None:
+                got = screened.get(i)
+                return got[1] if got is not None and got[0] == hook else None
+
             pipe = self.client.pipeline(transaction=False)
             nodes: dict[int, str] = {}  # item -> the node its script ran on
             waits: dict[str, str] = {}  # node -> a key of it, for its WAIT
@@ -537,6 +593,7 @@ class RedisIndex:
                     periods=periods,
                     idempotency=write.idempotency,
                     arrival=(arrival, i),
+                    screening=screening_of(i),
                 )
                 # EVALSHA itself: a pipeline given the Script would first ask SCRIPT EXISTS,
                 # one more round trip on every batch.
@@ -565,7 +622,7 @@ class RedisIndex:
                 if status in ("OK", "REPLAY"):
                     result = self._decoded(
                         board_id, _parse_record(reply[1], replayed=status == "REPLAY")
-                    )
+                    ).screened(screening_of(i))
                     if self.replica_acks and not confirmed[nodes[i]]:
                         result = replace(result, replicated=False)
                     results[i] = result
@@ -573,7 +630,9 @@ class RedisIndex:
                     self._remember_rules(board_id, WriteRules.parse(reply[1]))
                     stale.append(i)
                 else:
-                    error = _submit_error(board_id, writes[i].submission, reply[1:])
+                    error = _submit_error(
+                        board_id, writes[i].submission, reply[1:], screening_of(i)
+                    )
                     if not isinstance(error, DomainError) or isinstance(error, BoardMissing):
                         raise error
                     results[i] = error
@@ -596,10 +655,13 @@ class RedisIndex:
         periods: dict[str, Period],
         idempotency: tuple[str, str] | None,
         arrival: tuple[int, int] = (0, 0),
+        screening: Screening | None = None,
     ) -> tuple[list[str], list[Any]]:
         """The submit script's keys and arguments (rules None: unknown yet, answered STALE).
         On a sharded board they name the player's shard; `arrival` (microseconds, place in
-        its batch) orders equal scores there on ties=first boards."""
+        its batch) orders equal scores there on ties=first boards. `screening`: what the
+        board's validation hook said (a refusal is answered as the caller's error code, after
+        the idempotency check; a verdict goes to the outbox with the event)."""
         sharded = rules is not None and rules.shards > 1
         if sharded:
             assert rules is not None
@@ -629,6 +691,9 @@ class RedisIndex:
                         if rules.keyed:
                             script_keys.append(keys.members(period.id, region))
         score = submission.score
+        refused = rules.precheck(submission) if rules is not None else ""
+        if not refused and screening is not None:
+            refused = screening.error
         args: list[Any] = [
             rules.text if rules is not None else "",
             submission.player_id,
@@ -641,7 +706,7 @@ class RedisIndex:
             else "",
             submission.fingerprint() if idempotency else "",
             self.idempotency_ttl,
-            rules.precheck(submission) if rules is not None else "",
+            refused,
             *(rules.args if rules is not None else ("set", "", "", "", "", "", "")),
             len(keys.prefix) + 3,  # where a set key's suffix starts (after "z:"), 1-based
         ]
@@ -653,6 +718,9 @@ class RedisIndex:
         if rules is not None and rules.tiebreakers:
             args += [""] * (21 - len(args))  # ARGV 19-21 are optional
             args.append(rules.tie_key(submission))
+        if screening is not None and screening.verdict:
+            # ARGV 23, the verdict for the outbox: 19-22 are '' when they do not apply.
+            args += [""] * (22 - len(args)) + [screening.record_field()]
         return script_keys, args
 
     def _decoded(self, board_id: str, result: SubmitResult) -> SubmitResult:
@@ -1145,7 +1213,13 @@ class RedisIndex:
         key = BoardKeys(board_id).outbox
         rows = self.client.xrange(key, "-", str(older_than_ms), count=count)
         return [
-            (entry_id, self._decoded(board_id, _parse_record(fields["r"], replayed=False)), fields)
+            (
+                entry_id,
+                _with_verdict(
+                    self._decoded(board_id, _parse_record(fields["r"], replayed=False)), fields
+                ),
+                fields,
+            )
             for entry_id, fields in rows
         ]
 
@@ -1163,6 +1237,14 @@ class RedisIndex:
         return bool(self.client.ping())
 
 
+def _with_verdict(result: SubmitResult, fields: dict[str, str]) -> SubmitResult:
+    """An outbox entry's result, with the hook's verdict the entry keeps beside the record."""
+    verdict, reason = parse_record_field(fields.get("h"))
+    if verdict is None:
+        return result
+    return replace(result, hook_verdict=verdict, hook_reason=reason)
+
+
 def _tiebreakers(tail: list[str], count: int) -> list[dict[str, int] | None]:
     """What a read script returns after its entries on a tie-breaker board: a tie key per
     entry ('' = none), then the board's columns; nothing on other boards."""
@@ -1176,11 +1258,23 @@ def _public_board(raw: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(raw)
     data.pop("version", None)
     data.setdefault("shards", 1)  # boards published before shards existed
+    data.setdefault("validation_hook", None)  # and before validation hooks
     return data
 
 
-def _submit_error(board_id: str, submission: Submission, detail: list[str]) -> Exception:
+def _submit_error(
+    board_id: str, submission: Submission, detail: list[str], screening: Screening | None = None
+) -> Exception:
     code = detail[0]
+    if code == REJECTED:
+        reason = screening.reason if screening is not None else None
+        return RejectedByHook(reason or "the board's validation hook rejected this submission")
+    if code == UNAVAILABLE:
+        return HookUnavailable(
+            "the board's validation hook did not answer in time or failed, and the board "
+            "fails closed: nothing was written; retry later",
+            retry_after=1,
+        )
     if code == "no_board":
         return BoardMissing(f"board {board_id!r} does not exist", board_id=board_id)
     if code == "idempotency_conflict":

@@ -33,10 +33,11 @@ from leaderboard.stores.postgres import Database
 
 _WRITE = """
 WITH new_events AS (
-    INSERT INTO score_events (event_id, board_id, player_id, version, occurred_at, payload)
+    INSERT INTO score_events (event_id, board_id, player_id, version, occurred_at, payload,
+                              hook_verdict, hook_reason)
     SELECT * FROM unnest(%(event_id)b::uuid[], %(event_board)b::text[], %(event_player)b::text[],
                          %(event_version)b::int8[], %(occurred_at)b::timestamptz[],
-                         %(payload)b::json[])
+                         %(payload)b::json[], %(hook_verdict)b::text[], %(hook_reason)b::text[])
     ON CONFLICT (event_id) DO NOTHING
     RETURNING 1
 ),
@@ -100,6 +101,10 @@ class RecordedEvent(FoldableEvent, Protocol):
     @property
     def occurred_at_ms(self) -> int: ...
     def to_message(self) -> str: ...
+    @property
+    def hook_verdict(self) -> str | None: ...
+    @property
+    def hook_reason(self) -> str | None: ...
 
 
 class StandingsStore:
@@ -128,6 +133,9 @@ class StandingsStore:
                 "event_version": int8_array([event.version for event in events]),
                 "occurred_at": timestamptz_array_from_ms([e.occurred_at_ms for e in events]),
                 "payload": json_array(messages, text),
+                # The validation hook's verdict, a column of its own for the review route.
+                "hook_verdict": text_array([e.hook_verdict for e in events], text),
+                "hook_reason": text_array([e.hook_reason for e in events], text),
                 "board": text_array(standings[0], text),
                 "period": text_array(standings[1], text),
                 "region": text_array(standings[2], text),

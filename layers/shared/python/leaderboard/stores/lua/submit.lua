@@ -20,7 +20,8 @@
 --       19 '1' = a shard of a sharded board (no rank: it takes every shard; rank '-'),
 --       20 (shards of sharded ties=first boards, else '') the member prefix of this arrival,
 --       21 the arrival as a number (kept in the record: a rebuild orders the ties by it; '' =
---       none), 22 the tie key of the submitted tie-breakers ('' = the board has none).
+--       none), 22 the tie key of the submitted tie-breakers ('' = the board has none),
+--       23 the validation hook's verdict, kept in the outbox (19-22 are then '' where unused).
 -- Returns {'OK', record} | {'REPLAY', record} | {'STALE', cfg text} | {'ERR', code, ...}.
 -- A record is "event_id\tapplied\tversion\tnow_ms\tmode[\tarrival]", then one
 -- "suffix\tscore\trank\tchanged\tprevious score\tprevious rank[\ttie key]" line per set
@@ -310,5 +311,10 @@ local record = table.concat(parts)
 if fp ~= '' then redis.call('SET', KEYS[3], fp .. '\n' .. record, 'EX', ARGV[9]) end
 -- The outbox keeps the event until the relay has seen it in PostgreSQL: if this process dies
 -- before its queue send, the event still reaches the system of record.
-redis.call('XADD', KEYS[9], '*', 'r', record, 'p', player, 's', delta, 'g', ARGV[6], 'm', meta)
+if ARGV[23] and ARGV[23] ~= '' then -- a validation hook's verdict travels with the event
+  redis.call('XADD', KEYS[9], '*', 'r', record, 'p', player, 's', delta, 'g', ARGV[6], 'm', meta,
+    'h', ARGV[23])
+else
+  redis.call('XADD', KEYS[9], '*', 'r', record, 'p', player, 's', delta, 'g', ARGV[6], 'm', meta)
+end
 return {'OK', record}
