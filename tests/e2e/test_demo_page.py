@@ -55,6 +55,8 @@ DEMO_BOARD = {
     "periods": ["all-time", "daily", "weekly", "monthly"],
     "regions": ["EU", "NA"],
 }
+SPEEDRUN = "demo-speedrun"
+SPEEDRUN_TIEBREAKERS = [{"name": "time_ms", "sort": "asc"}, {"name": "deaths", "sort": "asc"}]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # The acceptance point: a score submitted through the API shows within 1 s, without reload.
 LIVE_WITHIN_S = 1.0
@@ -263,6 +265,9 @@ def test_demo_page_drives_the_api_live(chromium: str, stack: LocalStack, tmp_pat
             expect(page.locator("#result")).to_contain_text("Unauthorized")
             expect(rows.locator("td.player")).to_have_text(["dee", "cy", "ada", "bob"])
 
+            # Issue 23, in the same page and stack (a stack takes longer than this part).
+            _tiebreakers_and_rank_movement(page, stack, admin, server)
+
             # A look at the page, for people.
             shot = tmp_path / "demo.png"
             page.screenshot(path=str(shot), full_page=True)
@@ -378,6 +383,76 @@ def test_demo_page_polls_while_the_websocket_is_unreachable_then_goes_live(
         assert watch.loads == 1, "the page was reloaded"
         assert page.evaluate("window.__sameDocument === true"), "the page was reloaded"
         assert watch.errors == [], watch.errors
+
+
+def _tiebreakers_and_rank_movement(page: Any, stack: LocalStack, admin: str, server: str) -> None:
+    """Issue 23: the page creates the speedrun board (tie-breakers time_ms, then deaths, both
+    lower is better), sends each column's value with a score, shows the values in the table
+    ordered by them, and tells rank movement: in the submission's standings from
+    `previous_rank`, and on the live entry that moved from the message's `changed`."""
+    from playwright.sync_api import expect
+
+    page.click("#create-details summary")  # closed since the first board was created
+    page.fill("#admin-token", admin)
+    page.select_option("#demo-preset", "speedrun")
+    expect(page.locator("#preset-hint")).to_contain_text(SPEEDRUN)
+    page.click("#create-demo")
+    expect(page.locator("#create-result")).to_have_attribute("data-status", "201")
+    expect(page.locator("#board")).to_have_value(SPEEDRUN)
+    status, board = _http(stack, "GET", f"/boards/{SPEEDRUN}", None, "")
+    assert status == 200 and board["tiebreakers"] == SPEEDRUN_TIEBREAKERS, board
+    expect(page.locator("#tiebreaker-fields input")).to_have_count(2)
+    expect(page.locator("label[for=tb-time_ms]")).to_have_text(
+        "time_ms (tie-breaker, lower is better)"
+    )
+    expect(page.locator("#entries thead th")).to_have_text(
+        ["Rank", "Move", "Player", "Score", "time_ms", "deaths", "Name"]
+    )
+    mode = page.locator("#live-mode")
+    expect(mode).to_have_attribute("data-channel", f"/leaderboards/{SPEEDRUN}/all-time")
+    expect(mode).to_have_attribute("data-mode", "websocket")
+
+    standing = page.locator("#standings tbody tr[data-period=all-time][data-region='']")
+    rows = page.locator("#entries tbody tr")
+    page.fill("#token", server)
+
+    def submit(player: str, score: str, time_ms: str, deaths: str) -> None:
+        page.fill("#player", player)
+        page.fill("#score", score)
+        page.fill("#tb-time_ms", time_ms)
+        page.fill("#tb-deaths", deaths)
+        page.fill("#name", player.title())
+        page.click("#submit")
+        expect(page.locator("#result")).to_have_attribute("data-status", "200")
+        expect(page.locator("#result")).to_contain_text(f"{player}: applied")
+
+    # Two equal scores: the faster time ranks first, whatever the order of arrival.
+    submit("ada", "3", "90000", "1")
+    expect(standing.locator("td.move")).to_have_text("new")
+    submit("bob", "3", "81234", "2")
+    expect(standing.locator("td.rank")).to_have_text("1")
+    expect(standing.locator("td.move")).to_have_text("new")
+    expect(standing.locator("td[data-column=time_ms]")).to_have_text("81234")
+    expect(rows.locator("td.player")).to_have_text(["bob", "ada"])
+    expect(rows.locator("td.rank")).to_have_text(["1", "2"])
+    expect(rows.locator("td.score")).to_have_text(["3", "3"])
+    expect(rows.locator("td[data-column=time_ms]")).to_have_text(["81234", "90000"])
+    expect(rows.locator("td[data-column=deaths]")).to_have_text(["2", "1"])
+    # The live message with bob has come (so ada's next change is in a later one): it marks
+    # him new; the HTTP read after the submission alone would not.
+    expect(page.locator("#entries tbody tr[data-player=bob] td.move")).to_have_text("new")
+
+    # Ada runs it faster, with the same score: a better tuple on a `best` board, so she moves up.
+    submit("ada", "3", "80000", "0")
+    expect(standing.locator("td.rank")).to_have_text("1")
+    expect(standing.locator("td.move")).to_have_text("up 1 place")
+    expect(standing.locator("td.move")).to_have_class("move up")
+    expect(standing.locator("td[data-column=time_ms]")).to_have_text("80000")
+    expect(rows.locator("td.player")).to_have_text(["ada", "bob"])
+    expect(rows.locator("td[data-column=time_ms]")).to_have_text(["80000", "81234"])
+    expect(rows.locator("td[data-column=deaths]")).to_have_text(["0", "2"])
+    # Live: the message's `changed` says ada came from rank 2; bob, passed, is not marked.
+    expect(rows.locator("td.move")).to_have_text(["up 1 place", ""])
 
 
 # ---- helpers --------------------------------------------------------------------------------
