@@ -32,6 +32,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from queue import Empty
 from typing import Any
 
 import psycopg
@@ -354,7 +355,7 @@ def _floor_worker(
         (f"{events} (event_id, board_id, player_id, version, occurred_at, payload)", "events"),
         (
             f"{standings} (board_id, period, region, player_id, score, version, reached_version,"
-            " present, reached_arrival)",
+            " present, reached_arrival, tie_key)",
             "standings",
         ),
         (f"{metadata} (board_id, player_id, metadata, version)", "metadata"),
@@ -385,7 +386,16 @@ def _run_workers(target: Any, shares: list[tuple[Any, ...]]) -> Timing:
         process.start()
     try:
         start.wait(timeout=120)
-        timings = [out.get(timeout=600) for _ in processes]
+        timings: list[Timing] = []
+        deadline = time.monotonic() + 600
+        while len(timings) < len(processes):
+            try:
+                timings.append(out.get(timeout=2))
+            except Empty:
+                # A worker that died never reports: fail now, not when the deadline passes.
+                dead = [p.exitcode for p in processes if p.exitcode not in (None, 0)]
+                if dead or time.monotonic() > deadline:
+                    raise RuntimeError(f"a worker stopped without its timing: {dead}") from None
     finally:
         for process in processes:
             process.join(timeout=30)

@@ -78,6 +78,8 @@ def test_make_run_on_a_local_cluster_serves_writes_reads_and_restarts_from_the_r
                 version = json.loads(reply)["version"]
                 message = client.events_until(lambda m: m["version"] >= version, 10)[-1]
                 assert message["top"][0]["player_id"] == "ada" and message["total"] == 21
+            # The restart rebuilds from PostgreSQL: what it must bring back is recorded first.
+            wait_for_events(state["DATABASE_URL"], "cl-0", 22)
         finally:
             stack.stop()
 

@@ -15,7 +15,6 @@ from tests.support.model_check import (
     check_against_model,
     check_batches_against_model,
     rules,
-    tiebreaker_rules,
 )
 
 
@@ -34,24 +33,4 @@ def test_redis_matches_reference_model(session_index, mode, sort, ties, ops, boa
 def test_batches_match_reference_model(session_index, mode, sort, ties, ops, board_rules):
     """Issue 22: the same through the batch route, bad items, replays and conflicts inside a
     batch included; every item's result is the single route's."""
-    check_batches_against_model(session_index, mode, sort, ties, ops, board_rules)
-
-
-@pytest.mark.parametrize("ties", ["shared", "first"])
-@pytest.mark.parametrize("sort", ["desc", "asc"])
-@pytest.mark.parametrize("mode", ["increment", "best", "set"])
-@given(ops=OPS, board_rules=tiebreaker_rules)
-def test_tiebreaker_boards_match_reference_model(session_index, mode, sort, ties, ops, board_rules):
-    """Issue 23: 1-3 tie-breaker columns in mixed directions, values at their bounds, wrong
-    columns refused; every read route and period, and every response, equal to the model."""
-    check_against_model(session_index, mode, sort, ties, ops, board_rules)
-
-
-@pytest.mark.parametrize("ties", ["shared", "first"])
-@pytest.mark.parametrize("sort", ["desc", "asc"])
-@pytest.mark.parametrize("mode", ["increment", "best", "set"])
-@given(ops=BATCH_OPS, board_rules=tiebreaker_rules)
-def test_tiebreaker_batches_match_reference_model(
-    session_index, mode, sort, ties, ops, board_rules
-):
     check_batches_against_model(session_index, mode, sort, ties, ops, board_rules)

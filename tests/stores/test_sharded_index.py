@@ -67,20 +67,6 @@ def test_sharded_boards_match_the_reference_model_on_one_node(
     check_against_model(session_index, "best", sort, ties, ops, board_rules, shards)
 
 
-@pytest.mark.parametrize("shards", [3, 8])
-@pytest.mark.parametrize("ties", ["shared", "first"])
-@pytest.mark.parametrize("sort", ["desc", "asc"])
-@pytest.mark.parametrize("mode", ["increment", "best", "set"])
-@settings(max_examples=4)
-@given(ops=OPS, board_rules=TIEBREAKERS)
-def test_sharded_tiebreaker_boards_match_the_reference_model_on_one_node(
-    session_index, mode, sort, ties, shards, ops, board_rules
-):
-    """Issue 23: tie-breakers on sharded boards: ranks merged over the shards by the whole
-    tuple (shared: counted with ZLEXCOUNT on each shard), every read route."""
-    check_against_model(session_index, mode, sort, ties, ops, board_rules, shards)
-
-
 @pytest.mark.cluster
 @pytest.mark.parametrize("ties", ["shared", "first"])
 @pytest.mark.parametrize("sort", ["desc", "asc"])

@@ -77,7 +77,11 @@ def parse_values(value: Any) -> dict[str, int] | None:
             f"tiebreakers must be an object of 1 to {MAX_TIEBREAKERS} integers",
             field="tiebreakers",
         )
+    values: dict[str, int] = {}
     for name, item in value.items():
+        # JSON has one number type: 7.0 is the integer 7 (as JSON Schema's "integer" says).
+        if isinstance(item, float) and item.is_integer() and abs(item) <= TIEBREAKER_LIMIT:
+            item = int(item)
         if isinstance(item, bool) or not isinstance(item, int):
             raise BadRequest(f"tiebreakers.{name} must be an integer", field="tiebreakers")
         if abs(item) > TIEBREAKER_LIMIT:
@@ -85,7 +89,8 @@ def parse_values(value: Any) -> dict[str, int] | None:
                 f"tiebreakers.{name} must be within ±{TIEBREAKER_LIMIT}",
                 field="tiebreakers",
             )
-    return dict(value)
+        values[name] = item
+    return values
 
 
 def _flipped(column: TieBreaker, board_sort: str) -> bool:
