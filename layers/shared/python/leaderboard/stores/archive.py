@@ -151,16 +151,7 @@ class ArchiveStore:
             start = window_start(op, size, offset_or_rank, position, total)
             end = start + (1 if op == "player" else size)
             rows = conn.execute(_RANGE, params | {"start": start, "end": end}).fetchall()
-        entries = tuple(
-            Entry(
-                rank=int(r[0]),
-                player_id=r[1],
-                score=_score(r[2]),
-                metadata=r[3],
-                tiebreakers=r[4],
-            )
-            for r in rows
-        )
+        entries = tuple(_entry(r) for r in rows)
         return Window(total=total, start=start, player_position=position, entries=entries)
 
     def players(
@@ -175,16 +166,7 @@ class ArchiveStore:
             rows = conn.execute(_CHOSEN, params | {"ids": player_ids}).fetchall()
         return Selection(
             total=int(total_row[0]) if total_row else 0,
-            entries=tuple(
-                Entry(
-                    rank=int(r[0]),
-                    player_id=r[1],
-                    score=_score(r[2]),
-                    metadata=r[3],
-                    tiebreakers=r[4],
-                )
-                for r in rows
-            ),
+            entries=tuple(_entry(r) for r in rows),
         )
 
     def history(
@@ -269,3 +251,14 @@ def _score(value: float) -> int | float:
     from leaderboard.domain.validation import format_score
 
     return format_score(float(value))
+
+
+def _entry(row: Any) -> Entry:
+    """An archived entry from a (rank, player_id, score, metadata, tiebreakers) row."""
+    return Entry(
+        rank=int(row[0]),
+        player_id=row[1],
+        score=_score(row[2]),
+        metadata=row[3],
+        tiebreakers=row[4],
+    )
