@@ -69,6 +69,7 @@ def main() -> int:
         persister_throughput,
         player_history,
         score_model,
+        script_instructions,
         submit_cpu,
     )
 
@@ -99,6 +100,8 @@ def main() -> int:
         results["score_model"] = score_model.run(
             idle.url, score_model.Settings(players=_ints("BENCH_MODEL_PLAYERS", "20000")[0])
         )
+    # The same comparison in instructions, under callgrind: what the ratios are quoted from.
+    results["score_model_instructions"] = script_instructions.run(script_instructions.Settings())
 
     with EmbeddedValkey() as valkey, EmbeddedPostgres() as postgres:
         database_url = postgres.create_database("bench")
@@ -146,9 +149,14 @@ def main() -> int:
         results["submit_cpu"],
     )
     _table(
-        "Score model (issue 23): a board with 3 tie-breakers vs a plain board, Redis CPU per call"
-        f" (hot) and latency (target: within {score_model.TARGET_RATIO}x)",
+        "Score model (issue 23): a board with 3 tie-breakers and teams vs a plain board, Redis CPU"
+        f" per call (hot) and latency (target: within {score_model.TARGET_RATIO}x)",
         results["score_model"],
+    )
+    _table(
+        "Score model (issue 23), instructions per script call inside evalShaCommand (callgrind:"
+        " the same count whatever the machine's load)",
+        results["score_model_instructions"],
     )
     hot_writes, hot_reads = hot_board.tables(results["hot_board"])
     _table(

@@ -79,6 +79,9 @@ ENVIRONMENT = {
     "AWS_ACCESS_KEY_ID": "bench",
     "AWS_SECRET_ACCESS_KEY": "bench",
     "POWERTOOLS_TRACE_DISABLED": "true",
+    "JWT_SECRET": SECRET,
+    "JWT_ISSUER": tokens.issuer(),
+    "JWT_AUDIENCE": tokens.audience(),
 }
 # What API Gateway typically forwards besides the request's own headers.
 HEADERS = {
@@ -299,9 +302,13 @@ def _players_call(api: _Api, board_id: str, ids: list[str]) -> _Call:
     """Many players through the handler, and the script call RedisIndex.players makes."""
     keys = BoardKeys(board_id)
     event = _event(api, "GET", f"/boards/{board_id}/players", "ids=" + ",".join(ids))
-    args = ["many", keys.prefix, ALL_TIME, ALL_TIME, "", *ids]
+    args = ["many", keys.prefix, "", ALL_TIME, ALL_TIME, "", "", *ids]
     return _Call(
-        api.read, event, api.read.index._players, [keys.cfg, keys.meta, keys.archived], args
+        api.read,
+        event,
+        api.read.index._players,
+        [keys.cfg, keys.meta, keys.archived],
+        args,
     )
 
 
@@ -309,11 +316,15 @@ def _standings_call(api: _Api, board_id: str, player: str) -> _Call:
     """One player on every current period, and the script call RedisIndex.standings makes."""
     keys = BoardKeys(board_id)
     event = _event(api, "GET", f"/boards/{board_id}/players/{player}/standings")
-    args = ["standings", keys.prefix, player, ""]
+    args = ["standings", keys.prefix, "", player, ""]
     for kind, period in current_periods(datetime.now(UTC)).items():
         args += [kind, period.id]
     return _Call(
-        api.read, event, api.read.index._players, [keys.cfg, keys.meta, keys.archived], args
+        api.read,
+        event,
+        api.read.index._players,
+        [keys.cfg, keys.meta, keys.archived],
+        args,
     )
 
 

@@ -1,5 +1,5 @@
-"""What the richer score model costs (issue 23): a board with 3 tie-breakers beside a plain
-board, in the same run, measured hot.
+"""What the richer score model costs (issue 23): a board with 3 tie-breakers and teams beside a
+plain board, in the same run, measured hot.
 
 For each board (the same periods, mode and players; only the score model differs):
   1. The board is loaded as a rebuild leaves it, then copied into a database of its own.
@@ -10,8 +10,10 @@ For each board (the same periods, mode and players; only the score model differs
      `CONFIG RESETSTAT`, then the measured calls in rounds, the two boards' rounds interleaved;
      `INFO commandstats` gives the µs of Redis CPU per call.
 
-Target: the score-model board within 1.3x of the plain board, for Redis CPU per submission and
-per read and for latency (ratios of one run, medians over the rounds).
+Target (the issue's): the score-model board within 1.3x of the plain board for the latency of
+submissions and reads and for Redis CPU per submission (ratios of one run, medians over the
+rounds). Redis CPU per read is reported beside them. Each submission to the score-model board
+names one of `teams` teams, whose ranking (and members) it updates in the same script.
 """
 
 from __future__ import annotations
@@ -47,13 +49,16 @@ class Settings:
     warmup: int = 2_000
     rounds: int = 5
     seed: int = 23
+    teams: int = 200  # the clans the score-model board's players belong to
 
 
 def _boards() -> dict[str, BoardConfig]:
     common: dict[str, Any] = {"mode": "best", "periods": (ALL_TIME, WEEKLY)}
     return {
         "plain": BoardConfig(board_id="bench-plain", **common),
-        "score model": BoardConfig(board_id="bench-model", tiebreakers=COLUMNS, **common),
+        "score model": BoardConfig(
+            board_id="bench-model", tiebreakers=COLUMNS, teams="sum", **common
+        ),
     }
 
 
@@ -64,21 +69,36 @@ def _values(rng: random.Random, board: BoardConfig) -> dict[str, int] | None:
     return {"time_ms": rng.randint(0, 99), "deaths": rng.randint(0, 3), "level": rng.randint(1, 5)}
 
 
-def _load(client: redis.Redis, board: BoardConfig, players: int, seed: int) -> None:
+def _team(player: int, settings: Settings) -> str:
+    return f"clan{player % settings.teams:04d}"
+
+
+def _load(client: redis.Redis, board: BoardConfig, settings: Settings) -> None:
+    players, seed = settings.players, settings.seed
     rng = random.Random(seed)
     index = RedisIndex(client)
     index.publish_board(board)
     periods = current_periods(NOW)
     for kind in board.periods:
         rows = []
+        members: dict[str, list[tuple[str, float, bool]]] = {}
         for i in range(players):
             values = _values(rng, board)
             key = tie_key(values, board.tiebreakers, board.sort) if values else None
-            rows.append((f"p{i:07d}", float(rng.randint(0, 1_000)), i + 1, key))
+            score = float(rng.randint(0, 1_000))
+            rows.append((f"p{i:07d}", score, i + 1, key))
+            members.setdefault(_team(i, settings), []).append((f"p{i:07d}", score, False))
         for start in range(0, players, 20_000):
             index.load_entries(board, periods[kind].id, None, rows[start : start + 20_000])
+        if board.teams:  # every player in a clan, each clan's sum ranked
+            scores = {team: sum(v for _, v, _ in rows) for team, rows in members.items()}
+            index.load_teams(board.board_id, periods[kind].id, None, members, scores)
     refs = {f"p{i:07d}": len(board.periods) for i in range(players)}
     index.load_players(board.board_id, refs, {})
+    if board.teams:
+        index.load_player_teams(
+            board.board_id, {f"p{i:07d}": [_team(i, settings)] for i in range(players)}
+        )
     client.set(BoardKeys(board.board_id).seq, players)
 
 
@@ -147,10 +167,12 @@ def _calls(
     weekly = periods[WEEKLY]
 
     def submit(n: int) -> None:
-        player = f"p{rng.randrange(settings.players):07d}"
+        number = rng.randrange(settings.players)
+        player = f"p{number:07d}"
+        team = _team(number, settings) if board.teams else None
         index.submit(
             board.board_id,
-            Submission(player, rng.randint(0, 1_000), None, None, _values(rng, board)),
+            Submission(player, rng.randint(0, 1_000), None, None, _values(rng, board), team),
             event_id=new_event_id(now_ms + n),
             now_ms=now_ms + n,
             periods=periods,
@@ -195,7 +217,7 @@ def run(url: str, settings: Settings) -> list[dict[str, Any]]:
             client.flushdb()
         for i, name in enumerate(names):
             record = clients[(name, "record")]
-            _load(record, boards[name], settings.players, settings.seed)
+            _load(record, boards[name], settings)
             _copy_db(record, 2 * i + 1)  # the untouched copy the replay runs on
         recorded = _record({name: clients[(name, "record")] for name in names}, boards, settings)
         rows = []
@@ -219,8 +241,10 @@ def run(url: str, settings: Settings) -> list[dict[str, Any]]:
                     "plain_p50_us": round(lat[names[0]], 1),
                     "model_p50_us": round(lat[names[1]], 1),
                     "latency_ratio": round(lat[names[1]] / lat[names[0]], 2),
-                    "target": f"<= {TARGET_RATIO}",
-                    "met": ratio <= TARGET_RATIO and lat[names[1]] / lat[names[0]] <= TARGET_RATIO,
+                    "target": f"<= {TARGET_RATIO}"
+                    + (" (CPU and latency)" if kind == "submit" else " (latency)"),
+                    "met": lat[names[1]] / lat[names[0]] <= TARGET_RATIO
+                    and (kind != "submit" or ratio <= TARGET_RATIO),
                 }
             )
         return rows

@@ -11,9 +11,10 @@ from leaderboard.domain.boards import BoardConfig
 
 
 def assert_redis_equals_postgres(client: Any, database_url: str, board_id: str) -> int:
-    """Every sorted set of the board holds exactly the present standings of PostgreSQL, in the
-    board's order (ties included), and metadata matches for every player on the board.
-    Returns how many sorted sets were compared."""
+    """Every sorted set of the board (with its shadow: hidden players' entries) holds exactly
+    the present standings of PostgreSQL, in the board's order (ties included), metadata matches
+    for every player on the board, and a team board's members sets hold exactly the recorded
+    contributions. Returns how many sorted sets were compared."""
     from leaderboard.domain.shards import order_key, shard_board_ids
 
     prefix = f"lb:{{{board_id}}}:"
@@ -51,7 +52,7 @@ def assert_redis_equals_postgres(client: Any, database_url: str, board_id: str) 
             tuple([*s.split(":", 1), ""][:2])
             for space in spaces
             for s in client.smembers(space + "keys")
-            if client.zcard(space + "z:" + s)
+            if client.zcard(space + "z:" + s) or client.zcard(space + "zh:" + s)
         }
         assert in_index == keys, (board_id, in_index ^ keys)
         for period, region in keys:
@@ -65,7 +66,8 @@ def assert_redis_equals_postgres(client: Any, database_url: str, board_id: str) 
                 (
                     row
                     for space in spaces
-                    for row in client.zrange(space + "z:" + suffix, 0, -1, withscores=True)
+                    for kind in ("z:", "zh:")
+                    for row in client.zrange(space + kind + suffix, 0, -1, withscores=True)
                 ),
                 key=order_key(sort == "desc"),
             )
@@ -76,6 +78,8 @@ def assert_redis_equals_postgres(client: Any, database_url: str, board_id: str) 
                 for m, s in rows
             ]
             assert in_redis == in_postgres, (board_id, suffix)
+        if board is not None and board.teams:
+            _assert_teams_equal(client, conn, board_id, prefix)
         metadata: dict[str, Any] = dict(
             conn.execute(
                 "SELECT m.player_id, m.metadata FROM player_metadata m WHERE m.board_id = %s"
@@ -89,3 +93,25 @@ def assert_redis_equals_postgres(client: Any, database_url: str, board_id: str) 
     }
     assert in_redis_meta == metadata
     return len(keys)
+
+
+def _assert_teams_equal(client: Any, conn: Any, board_id: str, prefix: str) -> None:
+    """A team board: every team's members (hidden ones in the shadow sets) hold exactly the
+    contributions PostgreSQL recorded."""
+    recorded: dict[tuple[str, str, str], dict[str, float]] = {}
+    for period, region, team, player, contribution in conn.execute(
+        "SELECT period, region, team_id, player_id, contribution FROM team_members"
+        " WHERE board_id = %s",
+        (board_id,),
+    ).fetchall():
+        recorded.setdefault((period, region, team), {})[player] = float(contribution)
+    for (period, region, team), players in recorded.items():
+        suffix = f"{period}:{region}" if region else period
+        held = {
+            member: float(score)
+            for kind in ("tm:", "tmh:")
+            for member, score in client.zrange(
+                f"{prefix}{kind}{suffix}:{team}", 0, -1, withscores=True
+            )
+        }
+        assert held == players, (board_id, suffix, team)

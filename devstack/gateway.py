@@ -1,6 +1,10 @@
 """A local stand-in for the API Gateway HTTP API: routes from template.yaml, the JWT
 authorizer (HS256 locally), payload format 2.0 events, and the handlers' responses.
 
+As in API Gateway, a route without an authorizer (the reads, /health) checks nothing: the
+Authorization header reaches the function untouched, and the read function verifies a token
+itself (with the same check as the authorizer here, leaderboard/api/bearer.py).
+
 `LocalApi` is the gateway without a socket (the tests call it directly); `HttpGateway` serves
 it over HTTP/1.1 with keep-alive on an asyncio loop, parsing with httptools, one response per
 write. A request costs the gateway no thread and no lock: it awaits the function's worker.
@@ -22,18 +26,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-import jwt
-
 from devstack import tokens
 from devstack.http11 import HttpRequest, HttpServer, Reply, message_reply
 from devstack.runtime import FunctionTimeout, Invocation, InvocationError, WorkerLost
 from devstack.template import Route, Template
+from leaderboard.api.bearer import bearer_token
+from leaderboard.domain.errors import InvalidToken
 
 log = logging.getLogger("devstack.gateway")
 MAX_PAYLOAD = 10 * 1024 * 1024  # API Gateway's own limit; the handlers enforce 16 KiB
 MAX_HEAD = 10 * 1024  # an HTTP API's quota for the request line and header values together
-# RFC 6750's credentials with a compact JWS: `Bearer`, one space, three base64url segments.
-_BEARER = re.compile(r"Bearer ([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*)")
 DEMO_PAGE = Path(__file__).parent / "demo" / "index.html"
 OPENAPI = Path(__file__).resolve().parent.parent / "docs" / "openapi.json"
 _HOST = re.compile(r"(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
@@ -160,18 +162,19 @@ class LocalApi:
         return json.dumps(document, indent=2, ensure_ascii=False).encode()
 
     def authorize(self, route: Route, headers: dict[str, str]) -> tuple[Reply | None, Any]:
-        """(refusal, claims): 401 without a valid token, 403 without a required scope."""
+        """(refusal, claims): 401 without a valid token, 403 without a required scope. A route
+        without an authorizer checks nothing and passes the headers on as they came."""
         if route.authorizer is None:
             return None, None
         # Only the one spelling every client sends and API Gateway accepts: a lowercase scheme,
         # extra spaces or two Authorization headers (joined with a comma, as API Gateway joins
         # them) are refused, so what works here works in AWS too.
-        found = _BEARER.fullmatch(headers.get("authorization", "").strip(" \t"))
+        token = bearer_token(headers.get("authorization", ""))
         claims = None
-        if found:
+        if token is not None:
             try:
-                claims = tokens.verify(self.jwt_secret, found.group(1))
-            except jwt.InvalidTokenError:
+                claims = tokens.verify(self.jwt_secret, token)
+            except InvalidToken:
                 claims = None
         if claims is None:
             return _message(401, "Unauthorized", {"www-authenticate": "Bearer"}), None

@@ -301,9 +301,10 @@ def _built_layers(template: dict[str, Any], function: dict[str, Any]) -> list[st
     return names
 
 
-def function_images(built: Path, arch: str = "arm64") -> dict[str, str]:
+def function_images(built: Path, arch: str = "arm64", only: str | None = None) -> dict[str, str]:
     """One image per set of layers, each the runtime image plus exactly those layers in /opt,
-    as Lambda would mount them; function logical id -> image.
+    as Lambda would mount them; function logical id -> image. `only`: that function alone (a
+    build of it alone, see build_functions, has only its own layers).
 
     Why not let SAM add the layers: for layers built from the template, SAM builds its image
     again at every invocation, copying each layer with a RUN step, which under emulation costs
@@ -319,7 +320,7 @@ def function_images(built: Path, arch: str = "arm64") -> dict[str, str]:
     images: dict[str, str] = {}
     by_set: dict[tuple[str, ...], str] = {}
     for name, resource in template.get("Resources", {}).items():
-        if resource.get("Type") != "AWS::Serverless::Function":
+        if resource.get("Type") != "AWS::Serverless::Function" or (only and name != only):
             continue
         layers = tuple(_built_layers(template, resource))
         if layers not in by_set:
@@ -514,17 +515,27 @@ def native_arch() -> str:
     return "arm64" if _host_runs("arm64") else "x86_64"
 
 
-def build_functions(arch: str, out: Path) -> Path:
+def build_functions(arch: str, out: Path, only: str | None = None) -> Path:
     """`sam build` of the template for `arch` into `out`; the built template's path. x86_64
-    is the local override (LAMBDA_ARCH in layers/layer.mk picks the wheels)."""
+    is the local override (LAMBDA_ARCH in layers/layer.mk picks the wheels). `only`: that
+    function and its layers alone (SAM builds one resource when named; the built template
+    still lists the others, unbuilt)."""
     started = time.monotonic()
-    say(f"sam build ({arch}) into {out}")
+    say(f"sam build ({arch}{', ' + only if only else ''}) into {out}")
     env = sam_environment() | {
         "LAMBDA_ARCH": arch,
         "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '')}",
     }
     done = _run(
-        [sam_executable(), "build", "--build-dir", str(out), "--template", "template.yaml"],
+        [
+            sam_executable(),
+            "build",
+            *([only] if only else []),
+            "--build-dir",
+            str(out),
+            "--template",
+            "template.yaml",
+        ],
         cwd=ROOT,
         env=env,
     )
@@ -594,10 +605,16 @@ def invoke_command(
 def sam_environment(stack_env: dict[str, str] | None = None) -> dict[str, str]:
     """What `sam local invoke` itself needs here: no telemetry calls, a region, and the
     credentials it hands the function: the running stack's (`stack_env`), which its event API
-    checks a publish's signature against, or dummy ones (the local SQS accepts any)."""
+    checks a publish's signature against, or dummy ones (the local SQS accepts any).
+
+    One attempt per AWS call of SAM's own: each invocation asks STS whose account the
+    credentials are (for AWS::AccountId), which the local ones cannot answer; where AWS is
+    unreachable, botocore's retries made that 5 s of every invocation. SAM does not pass the
+    variable on to the function's container."""
     given = stack_env or os.environ
     return os.environ | {
         "SAM_CLI_TELEMETRY": "0",
+        "AWS_MAX_ATTEMPTS": "1",
         "AWS_ACCESS_KEY_ID": given.get("AWS_ACCESS_KEY_ID", "local"),
         "AWS_SECRET_ACCESS_KEY": given.get("AWS_SECRET_ACCESS_KEY", "local"),
         "AWS_DEFAULT_REGION": os.environ.get("AWS_DEFAULT_REGION", "us-east-1"),

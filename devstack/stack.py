@@ -229,6 +229,11 @@ class LocalStack:
             "SQS_ENDPOINT_URL": endpoint,
             "LIVE_EVENTS_URL": self.events.publish_url,
             "POWERTOOLS_TRACE_DISABLED": "true",
+            # The read function checks a token sent with a read itself, as the gateway checks
+            # the other routes' tokens: HS256 with the local secret (leaderboard/api/bearer.py).
+            "JWT_SECRET": tokens.local_secret(data),
+            "JWT_ISSUER": tokens.issuer(),
+            "JWT_AUDIENCE": tokens.audience(),
             # Boards may name the example hooks of devstack/hooks.py (or the environment's).
             "LOCAL_VALIDATION_HOOKS": os.environ.get("LOCAL_VALIDATION_HOOKS", LOCAL_HOOKS),
             **aws,

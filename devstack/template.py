@@ -80,10 +80,12 @@ class FunctionSpec:
     events: dict[str, dict[str, Any]]
 
     def resolved_environment(self, local: dict[str, str]) -> dict[str, str]:
-        """Literal values from the template; references replaced by the local stack's values."""
+        """Literal values from the template; references replaced by the local stack's values.
+        A variable the template declares empty (JWT_SECRET) is a slot for the local stack:
+        declared so that `sam local invoke --env-vars` may set it, it takes the local value."""
         env: dict[str, str] = {}
         for key, value in self.environment.items():
-            if isinstance(value, str):
+            if isinstance(value, str) and not (value == "" and key in local):
                 env[key] = value
             elif key in local:
                 env[key] = local[key]

@@ -23,7 +23,7 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, settings
 
-from devstack import servers
+from devstack import servers, tokens
 from devstack.hooks import LOCAL_HOOKS
 from devstack.servers import EmbeddedPostgres, EmbeddedValkey, LocalEventApi, LocalSQS
 from leaderboard.stores.postgres import apply_migrations
@@ -54,6 +54,7 @@ NO_SERVERS = os.environ.get("TEST_NO_SERVERS") == "1"
 # while the others sit idle. Refresh the list from `make test PYTEST_ARGS=--durations=30`.
 SLOW_FIRST = (  # longest first (worker-seconds of one run, 2026-11-25)
     "devstack/test_sam_local_invoke.py",  # 201
+    "devstack/test_sam_local_emulation.py",  # ~80 (its own worker, beside the one above)
     "e2e/test_fuzz.py",  # 155
     "stores/test_sharded_index.py",  # 152
     "chaos/test_chaos_smoke.py",  # 97
@@ -220,6 +221,10 @@ def api(
             "POWERTOOLS_TRACE_DISABLED": "true",
             # the example validation hooks, as `make run` configures them
             "LOCAL_VALIDATION_HOOKS": LOCAL_HOOKS,
+            # the read function checks a token sent with a read as the gateway checks others
+            "JWT_SECRET": InProcessApi.SECRET,
+            "JWT_ISSUER": tokens.issuer(),
+            "JWT_AUDIENCE": tokens.audience(),
         }
     )
 

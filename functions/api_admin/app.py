@@ -1,4 +1,4 @@
-"""Admin API: board configuration, player removal, flagged submissions, health.
+"""Admin API: board configuration, player removal, hidden players, flagged submissions, health.
 PostgreSQL + Redis."""
 
 from __future__ import annotations
@@ -46,6 +46,31 @@ def delete_player(board_id: str, player_id: str) -> Response:
     no_query(app)
     boards.delete_player(board_id, player_id, who)
     return Response(status_code=204, body="")
+
+
+@app.put("/boards/<board_id>/hidden/<player_id>")
+def hide_player(board_id: str, player_id: str) -> Response:
+    who = caller(app)
+    require_admin(who)
+    no_query(app)
+    body, created = boards.hide_player(board_id, player_id, json_body(app, required=False), who)
+    return json_response(201 if created else 200, body)
+
+
+@app.delete("/boards/<board_id>/hidden/<player_id>")
+def unhide_player(board_id: str, player_id: str) -> Response:
+    who = caller(app)
+    require_admin(who)
+    no_query(app)
+    boards.unhide_player(board_id, player_id, who)
+    return Response(status_code=204, body="")
+
+
+@app.get("/boards/<board_id>/hidden")
+def hidden_players(board_id: str) -> Response:
+    who = caller(app)
+    require_admin(who)
+    return json_response(200, boards.hidden_players(board_id, query(app), who))
 
 
 @app.post("/boards/<board_id>/rebuild")

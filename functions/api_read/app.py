@@ -3,6 +3,10 @@ results from the archive.
 
 No boto3 and no psycopg at cold start: the PostgreSQL read model is imported only when Redis
 cannot answer (degraded mode) or a board's serving data is missing.
+
+Reads need no token, but a token that is sent must be valid: the routes have no authorizer
+(API Gateway cannot make one optional), so `optional_caller` verifies it here and every read
+knows who reads. PyJWT and cryptography are imported with the first token, never at cold start.
 """
 
 from __future__ import annotations
@@ -11,15 +15,22 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from leaderboard.api.http import create_app, no_query, query
+from leaderboard.api.http import (
+    create_app,
+    no_query,
+    optional_caller,
+    query,
+    use_token_settings,
+)
 from leaderboard.api.observability import logger, metrics, tracer
 from leaderboard.services.reads import ArchiveSource, ReadModel, ReadService
-from leaderboard.settings import DatabaseSettings, RedisSettings
+from leaderboard.settings import DatabaseSettings, RedisSettings, TokenSettings
 from leaderboard.stores.redis_client import connect
 from leaderboard.stores.redis_index import RedisIndex
 
 settings = RedisSettings.from_env()
 database = DatabaseSettings.from_env()  # validated now, connected only if ever needed
+use_token_settings(TokenSettings.from_env())  # validated now, keys fetched with the first token
 
 
 def postgres_reads() -> ReadModel:
@@ -46,50 +57,53 @@ app = create_app()
 
 @app.get("/boards")
 def list_boards() -> dict[str, Any]:
+    who = optional_caller(app)
     no_query(app)
-    return reads.list_boards()
+    return reads.list_boards(caller=who)
 
 
 @app.get("/boards/<board_id>")
 def get_board(board_id: str) -> dict[str, Any]:
+    who = optional_caller(app)
     no_query(app)
-    return reads.get_board(board_id)
+    return reads.get_board(board_id, caller=who)
 
 
 @app.get("/boards/<board_id>/periods")
 def periods(board_id: str) -> dict[str, Any]:
+    who = optional_caller(app)
     no_query(app)
-    return reads.periods(board_id)
+    return reads.periods(board_id, caller=who)
 
 
 @app.get("/boards/<board_id>/entries")
 def entries(board_id: str) -> dict[str, Any]:
-    return reads.entries(board_id, query(app))
+    return reads.entries(board_id, query(app), caller=optional_caller(app))
 
 
 @app.get("/boards/<board_id>/players")
 def players(board_id: str) -> dict[str, Any]:
-    return reads.players(board_id, query(app))
+    return reads.players(board_id, query(app), caller=optional_caller(app))
 
 
 @app.get("/boards/<board_id>/players/<player_id>")
 def player(board_id: str, player_id: str) -> dict[str, Any]:
-    return reads.player(board_id, player_id, query(app))
+    return reads.player(board_id, player_id, query(app), caller=optional_caller(app))
 
 
 @app.get("/boards/<board_id>/players/<player_id>/around")
 def around(board_id: str, player_id: str) -> dict[str, Any]:
-    return reads.around(board_id, player_id, query(app))
+    return reads.around(board_id, player_id, query(app), caller=optional_caller(app))
 
 
 @app.get("/boards/<board_id>/players/<player_id>/standings")
 def standings(board_id: str, player_id: str) -> dict[str, Any]:
-    return reads.standings(board_id, player_id, query(app))
+    return reads.standings(board_id, player_id, query(app), caller=optional_caller(app))
 
 
 @app.get("/boards/<board_id>/players/<player_id>/history")
 def history(board_id: str, player_id: str) -> dict[str, Any]:
-    return reads.history(board_id, player_id, query(app))
+    return reads.history(board_id, player_id, query(app), caller=optional_caller(app))
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -48,5 +48,6 @@ def test_cold_start_benchmark_covers_every_function():
     by_name = {r["function"]: r for r in results}
     read = by_name["ApiReadFunction"]
     assert not read["boto3"] and not read["psycopg"], "the read path stays lean"
+    assert not read["jwt"], "PyJWT and cryptography come with the first token, not at start"
     assert by_name["PersisterFunction"]["psycopg"]
     assert by_name["ApiWriteFunction"]["boto3"]

@@ -108,7 +108,13 @@ def test_every_layer_ships_bytecode_for_the_runtime_only(build_dir: Path) -> Non
     """Lambda cannot write __pycache__ under /opt: without bytecode built for its CPython,
     every cold start compiles every module it imports."""
     layers = _resources("LayerVersion")
-    assert {"SharedLayer", "DepsCoreLayer", "DepsAwsLayer", "DepsPostgresLayer"} <= set(layers)
+    assert {
+        "SharedLayer",
+        "DepsCoreLayer",
+        "DepsAwsLayer",
+        "DepsPostgresLayer",
+        "DepsJwtLayer",
+    } <= set(layers)
     for name in layers:
         artifact = build_dir / name
         assert (artifact / "python").is_dir(), name
@@ -135,7 +141,9 @@ def test_shared_layer_carries_the_package_data(build_dir: Path) -> None:
     assert (package / "stores" / "sql" / "0001_boards.sql").is_file()
 
 
-@pytest.mark.parametrize("layer", ["DepsCoreLayer", "DepsAwsLayer", "DepsPostgresLayer"])
+@pytest.mark.parametrize(
+    "layer", ["DepsCoreLayer", "DepsAwsLayer", "DepsPostgresLayer", "DepsJwtLayer"]
+)
 def test_dependency_layer_holds_exactly_its_pins(build_dir: Path, layer: str) -> None:
     content_uri = _template_resources()[layer]["Properties"]["ContentUri"]
     pins = {}
@@ -170,6 +178,18 @@ def test_postgres_layer_has_the_cp313_aarch64_binary(build_dir: Path) -> None:
     assert any(t.startswith("cp313-cp313-") and t.endswith("_aarch64") for t in tags) or any(
         "cpython-313" in so.name for so in modules
     ), (tags, modules)
+
+
+def test_jwt_layer_has_pyjwt_and_the_aarch64_crypto_binding(build_dir: Path) -> None:
+    """RS256 needs cryptography's compiled binding, built for Lambda's arm64 (abi3, so any
+    CPython from 3.11 on), and cffi's for the runtime's CPython."""
+    site = build_dir / "DepsJwtLayer" / "python"
+    assert (site / "jwt" / "__init__.py").is_file()
+    (binding,) = (site / "cryptography" / "hazmat" / "bindings").glob("_rust*.so")
+    assert _elf_machine(binding) == EM_AARCH64, binding
+    assert [so.name for so in site.glob("_cffi_backend*.so")] == [
+        "_cffi_backend.cpython-313-aarch64-linux-gnu.so"
+    ]
 
 
 def test_no_foreign_binary_leaks_into_any_layer(build_dir: Path) -> None:

@@ -43,6 +43,9 @@ ADMIN = {
     "DELETE /boards/{board_id}/players/{player_id}",
     "POST /boards/{board_id}/rebuild",
     "GET /boards/{board_id}/flags",
+    "PUT /boards/{board_id}/hidden/{player_id}",
+    "DELETE /boards/{board_id}/hidden/{player_id}",
+    "GET /boards/{board_id}/hidden",
 }
 
 
@@ -166,7 +169,7 @@ def test_every_route_has_an_authorizer_or_is_a_deliberate_public_read():
     assert not any("{proxy+}" in r.path for r in TEMPLATE.routes)
 
 
-def test_only_the_live_publisher_needs_a_nat_gateway_and_stores_are_private():
+def test_the_stack_creates_no_nat_gateway_and_stores_are_private():
     endpoints = {
         r["Properties"]["ServiceName"]["Fn::Sub"].rsplit(".", 1)[1]
         for r in RESOURCES.values()
@@ -622,13 +625,20 @@ def test_live_outputs_give_a_client_what_it_needs():
     assert outputs["LiveNamespace"]["Value"] == "leaderboards"
 
 
+DEPENDENCY_LAYERS = sorted(
+    n
+    for n, r in RESOURCES.items()
+    if r["Type"] == "AWS::Serverless::LayerVersion" and n != "SharedLayer"
+)
+
+
 @pytest.fixture(scope="module")
 def host_layers(tmp_path_factory):
     """Each dependency layer installed for this machine from the same pins, so a function can
     be imported with nothing but its own layers on the path, as in Lambda."""
     base = tmp_path_factory.mktemp("layers")
     folders = {}
-    for layer in ("DepsCoreLayer", "DepsAwsLayer", "DepsPostgresLayer"):
+    for layer in DEPENDENCY_LAYERS:
         content = ROOT / RESOURCES[layer]["Properties"]["ContentUri"]
         target = base / layer
         subprocess.run(
@@ -664,7 +674,7 @@ third = set()
 for name in set(sys.modules) - before:
     origin = getattr(sys.modules[name], "__file__", None) or ""
     if any(origin.startswith(layer) for layer in layers):
-        third.add(name.split(".")[0])
+        third.add(name)
 print(json.dumps(sorted(third)))
 """
 
@@ -679,6 +689,8 @@ def test_each_function_imports_with_only_its_layers(name, host_layers):
         "DATABASE_URL": "postgresql://u@127.0.0.1:1/db",
         "SCORE_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/000000000000/scores",
         "LIVE_EVENTS_URL": "https://example.appsync-api.us-east-1.amazonaws.com/event",
+        "JWT_ISSUER": "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_EXAMPLE",
+        "JWT_AUDIENCE": "exampleclientid",
         "AWS_DEFAULT_REGION": "us-east-1",
         "POWERTOOLS_SERVICE_NAME": name,
     }
@@ -701,9 +713,17 @@ def test_each_function_imports_with_only_its_layers(name, host_layers):
         text=True,
     )
     assert result.returncode == 0, f"{name} fails to import with its layers:\n{result.stderr}"
-    imported = set(json.loads(result.stdout))
+    modules = set(json.loads(result.stdout))
+    imported = {module.split(".")[0] for module in modules}
     if name == "ApiReadFunction":
         assert not imported & {"boto3", "psycopg"}, "the read path stays lean"
+        # Tokens load their libraries, cold starts do not. (redis-py's `import cryptography`,
+        # to learn whether it could check OCSP, loads the package's __init__ only, no binding.)
+        assert "jwt" not in imported, "PyJWT is imported with the first token"
+        assert {m for m in modules if m.startswith("cryptography")} <= {
+            "cryptography",
+            "cryptography.__about__",
+        }
     if name == "ApiWriteFunction":
         assert "boto3" in imported and "psycopg" not in imported
     if name == "PersisterFunction":
@@ -713,7 +733,10 @@ def test_each_function_imports_with_only_its_layers(name, host_layers):
 
 
 def test_layers_are_fully_pinned():
-    for layer in ("DepsCoreLayer", "DepsAwsLayer", "DepsPostgresLayer"):
+    assert {"DepsCoreLayer", "DepsAwsLayer", "DepsPostgresLayer", "DepsJwtLayer"} <= set(
+        DEPENDENCY_LAYERS
+    )
+    for layer in DEPENDENCY_LAYERS:
         lines = (
             (ROOT / RESOURCES[layer]["Properties"]["ContentUri"] / "requirements.txt")
             .read_text()
@@ -721,3 +744,130 @@ def test_layers_are_fully_pinned():
         )
         pins = [line for line in lines if line.strip() and not line.startswith("#")]
         assert pins and all("==" in line for line in pins), layer
+
+
+# --- the read function's own token check -----------------------------------------------------
+READER = FUNCTIONS["ApiReadFunction"]["Properties"]
+
+
+def test_the_read_function_verifies_tokens_as_the_authorizer_would():
+    """No authorizer can be optional on an HTTP API route: the reads keep none, and the read
+    function gets the authorizer's issuer and audiences and the issuer's JWK set, RS256."""
+    authorizer = RESOURCES["HttpApi"]["Properties"]["Auth"]["Authorizers"]["LeaderboardJwt"]
+    env = TEMPLATE.functions["ApiReadFunction"].environment
+    assert env["JWT_ISSUER"] == authorizer["JwtConfiguration"]["issuer"] == {"Ref": "JwtIssuer"}
+    assert env["JWT_AUDIENCE"] == {"Fn::Join": [",", authorizer["JwtConfiguration"]["audience"]]}
+    assert env["JWT_JWKS_URL"] == {
+        "Fn::If": [
+            "HasJwtJwksUrl",
+            {"Ref": "JwtJwksUrl"},
+            {"Fn::Sub": "${JwtIssuer}/.well-known/jwks.json"},
+        ]
+    }
+    assert env["JWT_SECRET"] == "", "no shared secret in AWS: RS256 only"
+    parameter = PARAMETERS["JwtJwksUrl"]
+    assert parameter["Default"] == "" and re.fullmatch(parameter["AllowedPattern"], "")
+    assert not re.fullmatch(parameter["AllowedPattern"], "http://issuer.example/keys")
+    for route in TEMPLATE.routes:
+        if route.function == "ApiReadFunction":
+            assert route.authorizer is None and route.method == "GET", route.route_key
+
+
+def test_only_the_read_function_gets_the_jwt_layer():
+    with_jwt = {name for name, spec in TEMPLATE.functions.items() if "DepsJwtLayer" in spec.layers}
+    assert with_jwt == {"ApiReadFunction"}
+    assert [_ref(x) for x in READER["Layers"]] == ["DepsPostgresLayer", "DepsJwtLayer"]
+
+
+def test_the_read_function_runs_in_subnets_that_can_reach_the_issuer():
+    vpc = READER["VpcConfig"]
+    condition, given, default = vpc["SubnetIds"]["Fn::If"]
+    assert condition == "HasReadSubnets"
+    assert (_ref(given), _ref(default)) == ("ReadSubnetIds", "SubnetIds")
+    assert vpc["SecurityGroupIds"] == [{"Ref": "FunctionSecurityGroup"}]
+    parameter = PARAMETERS["ReadSubnetIds"]
+    assert parameter["Type"] == "CommaDelimitedList" and parameter["Default"] == ""
+    egress = RESOURCES["FunctionSecurityGroup"]["Properties"]["SecurityGroupEgress"]
+    assert any(rule["FromPort"] == 443 and rule["CidrIp"] == "0.0.0.0/0" for rule in egress)
+
+
+_TOKEN_PROBE = """
+import json, os, sys, threading
+code, shared, layers = sys.argv[1], sys.argv[2], sys.argv[3:]
+sys.path[:] = [p for p in sys.path if "site-packages" not in p]  # the stdlib only
+sys.path[:0] = [code, shared, *layers]
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import jwt
+from cryptography.hazmat.primitives.asymmetric import rsa
+from jwt.algorithms import RSAAlgorithm
+
+key, other = (rsa.generate_private_key(public_exponent=65537, key_size=2048) for _ in "ab")
+jwk = {**RSAAlgorithm.to_jwk(key.public_key(), as_dict=True), "kid": "k1", "alg": "RS256"}
+body = json.dumps({"keys": [jwk]}).encode()
+
+class Issuer(BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Issuer)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+os.environ["JWT_JWKS_URL"] = f"http://127.0.0.1:{server.server_address[1]}/jwks.json"
+import app
+
+class Context:
+    function_name = "ApiReadFunction"
+    memory_limit_in_mb = 512
+    invoked_function_arn = "arn:aws:lambda:us-east-1:000000000000:function:read"
+    aws_request_id = "probe"
+
+def read(signed_with):
+    claims = {"sub": "ada", "iss": os.environ["JWT_ISSUER"], "aud": "exampleclientid",
+              "exp": 4102444800}
+    token = jwt.encode(claims, signed_with, algorithm="RS256", headers={"kid": "k1"})
+    request = {"method": "GET", "path": "/boards", "protocol": "HTTP/1.1",
+               "sourceIp": "127.0.0.1", "userAgent": "probe"}
+    event = {"version": "2.0", "routeKey": "GET /boards", "rawPath": "/boards",
+             "rawQueryString": "", "headers": {"authorization": f"Bearer {token}"},
+             "requestContext": {"http": request, "requestId": "probe",
+                                "routeKey": "GET /boards", "stage": "$default"},
+             "isBase64Encoded": False}
+    return app.lambda_handler(event, Context())["statusCode"]
+
+print(json.dumps({"valid": read(key), "forged": read(other)}))
+"""
+
+
+@pytest.mark.slow
+def test_the_read_function_verifies_an_rs256_token_with_only_its_layers(host_layers):
+    """The layer's closure is complete for RS256 (cryptography's binary and its own
+    dependencies): a token signed by the issuer's key gets past the check (then the stores,
+    absent here, answer 503), one signed by another key is 401."""
+    spec = TEMPLATE.functions["ApiReadFunction"]
+    layers = [str(host_layers[layer]) for layer in spec.layers if layer in host_layers]
+    layers.append(str(host_layers["DepsAwsLayer"]))  # the runtime's bundled SDK, last
+    env = spec.resolved_environment({}) | {  # the template's literals (Powertools' settings)
+        "PATH": os.environ.get("PATH", ""),
+        "REDIS_URL": "redis://127.0.0.1:1/0",
+        "DATABASE_URL": "postgresql://u@127.0.0.1:1/db",
+        "JWT_ISSUER": "https://issuer.example",
+        "JWT_AUDIENCE": "exampleclientid",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "LAMBDA_TASK_ROOT": str(spec.code_dir),
+    }
+    args = [str(spec.code_dir), str(ROOT / "layers/shared/python"), *layers]
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", _TOKEN_PROBE, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    answers = json.loads(result.stdout.strip().splitlines()[-1])
+    assert answers == {"valid": 503, "forged": 401}, result.stderr[-2000:]

@@ -1,7 +1,9 @@
 """Hostile and odd credentials over real HTTP: the local gateway (devstack.gateway.HttpGateway on
 a socket, the handlers and the embedded stores behind it) refuses every token API Gateway's JWT
 authorizer would refuse with the documented 401, refuses missing scopes with 403, and answers
-oversized heads with 431: never a 5xx, never a function call, never a change.
+oversized heads with 431: never a 5xx, never a function call, never a change. On the read
+routes, which have no authorizer, the same tokens reach the read function, which refuses them
+with the same 401 (a token is optional there, but one that is sent must be valid).
 
 What is refused and why is in docs/API.md, "Authentication".
 """
@@ -9,25 +11,21 @@ What is refused and why is in docs/API.md, "Authentication".
 from __future__ import annotations
 
 import asyncio
-import base64
-import functools
-import hashlib
-import hmac
 import http.client
 import json
 import socket
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import jwt
 import pytest
-from cryptography.hazmat.primitives.asymmetric import rsa
 
 from devstack import tokens
 from devstack.gateway import MAX_HEAD, HttpGateway, LocalApi
 from devstack.runtime import EventLoopThread, Invocation
+from tests.support import hostile_tokens as hostile
 from tests.support.openapi_contract import check_response
 
 SUBMIT = "/boards/{board_id}/scores"
@@ -98,166 +96,6 @@ def gateway(api: Any) -> Iterator[Gateway]:
     loop.stop()
 
 
-# --- tokens made by hand ---------------------------------------------------------------------
-
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def _claims(**changes: Any) -> dict[str, Any]:
-    """Valid player claims, with `changes` applied (a value of ... removes the claim)."""
-    now = int(time.time())
-    claims = {
-        "sub": "p-1",
-        "iss": tokens.issuer(),
-        "aud": tokens.audience(),
-        "iat": now - 5,
-        "exp": now + 600,
-    }
-    claims.update(changes)
-    return {k: v for k, v in claims.items() if v is not ...}
-
-
-def _jws(
-    header: dict[str, Any] | bytes,
-    payload: dict[str, Any] | bytes,
-    key: str,
-    digest: Callable[[], Any] | None = hashlib.sha256,
-) -> str:
-    """A compact JWS signed with HMAC-`digest` over whatever header and payload it is given
-    (digest None: no signature at all)."""
-    head = header if isinstance(header, bytes) else json.dumps(header).encode()
-    body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    signing_input = f"{_b64(head)}.{_b64(body)}"
-    if digest is None:
-        return signing_input + "."
-    signature = hmac.new(key.encode(), signing_input.encode(), digest).digest()
-    return f"{signing_input}.{_b64(signature)}"
-
-
-HS256 = {"alg": "HS256", "typ": "JWT"}
-
-
-@functools.cache
-def _bad_tokens(secret: str) -> dict[str, str]:
-    """Bearer tokens the authorizer must refuse (the header is `Bearer <token>`)."""
-    good = _claims()
-    rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    return {
-        # alg none, with and without a signature, in any spelling
-        "alg-none-unsigned": _jws({"alg": "none"}, good, secret, None),
-        "alg-none-signed": _jws({"alg": "none"}, good, secret),
-        "alg-None-unsigned": _jws({"alg": "None"}, good, secret, None),
-        "alg-NONE-signed": _jws({"alg": "NONE"}, good, secret),
-        "alg-missing": _jws({"typ": "JWT"}, good, secret),
-        "alg-null": _jws({"alg": None}, good, secret),
-        # algorithm confusion: the right secret, the wrong algorithm
-        "hs384-with-the-secret": _jws({"alg": "HS384"}, good, secret, hashlib.sha384),
-        "hs512-with-the-secret": _jws({"alg": "HS512"}, good, secret, hashlib.sha512),
-        "rs256-header-hmac-signature": _jws({"alg": "RS256"}, good, secret),
-        "rs256-really-signed": jwt.encode(good, rsa_key, algorithm="RS256"),
-        "hs256-header-sha512-signature": _jws(HS256, good, secret, hashlib.sha512),
-        # the right algorithm, the wrong key, or a payload changed under a good signature
-        "hs256-another-key": _jws(HS256, good, secret + "-not"),
-        "hs256-empty-key": _jws(HS256, good, ""),
-        "payload-swapped": _swap_payload(
-            _jws(HS256, good, secret), _claims(scope="leaderboard/admin")
-        ),
-        "signature-stripped": _jws(HS256, good, secret).rsplit(".", 1)[0] + ".",
-        # time
-        "expired": _jws(HS256, _claims(exp=int(time.time()) - 5), secret),
-        "exp-missing": _jws(HS256, _claims(exp=...), secret),
-        "exp-a-string": _jws(HS256, _claims(exp=str(int(time.time()) + 600)), secret),
-        "exp-true": _jws(HS256, _claims(exp=True), secret),
-        "exp-overflows": _jws(
-            HS256, json.dumps(_claims(exp=0)).replace('"exp": 0', '"exp": 1e400').encode(), secret
-        ),
-        "nbf-future": _jws(HS256, _claims(nbf=int(time.time()) + 120), secret),
-        "iat-future": _jws(HS256, _claims(iat=int(time.time()) + 120), secret),
-        "iat-a-list": _jws(HS256, _claims(iat=[1]), secret),
-        # issuer and audience
-        "iss-wrong": _jws(HS256, _claims(iss="https://evil.example"), secret),
-        "iss-missing": _jws(HS256, _claims(iss=...), secret),
-        "iss-a-list": _jws(HS256, _claims(iss=[tokens.issuer()]), secret),
-        "aud-wrong": _jws(HS256, _claims(aud="someone-else"), secret),
-        "aud-missing": _jws(HS256, _claims(aud=...), secret),
-        "aud-list-without-ours": _jws(HS256, _claims(aud=["a", "b"]), secret),
-        # the subject
-        "sub-missing": _jws(HS256, _claims(sub=...), secret),
-        "sub-null": _jws(HS256, _claims(sub=None), secret),
-        "sub-empty": _jws(HS256, _claims(sub=""), secret),
-        "sub-a-number": _jws(HS256, _claims(sub=12345), secret),
-        "sub-a-list": _jws(HS256, _claims(sub=["p-1"]), secret),
-        "sub-duplicated-as-number": _jws(
-            HS256, json.dumps(_claims())[:-1].encode() + b', "sub": 7}', secret
-        ),
-        # scopes of the wrong type (a scope is a space-separated string)
-        "scope-a-list": _jws(HS256, _claims(scope=["leaderboard/admin"]), secret),
-        "scope-a-number": _jws(HS256, _claims(scope=1), secret),
-        "scope-null": _jws(HS256, _claims(scope=None), secret),
-        "scope-an-object": _jws(HS256, _claims(scope={"leaderboard/admin": True}), secret),
-        "scope-true": _jws(HS256, _claims(scope=True), secret),
-        # malformed
-        "empty": "",
-        "one-segment": "abc",
-        "two-segments": _jws(HS256, good, secret).rsplit(".", 1)[0],
-        "four-segments": _jws(HS256, good, secret) + ".abc",
-        "only-dots": "..",
-        "bad-base64": "@@@.@@@.@@@",
-        "base64-padding": _jws(HS256, good, secret).replace(".", "=.", 1),
-        "header-not-json": _jws(b"{not json", good, secret),
-        "payload-not-json": _jws(HS256, b"{not json", secret),
-        "payload-an-array": _jws(HS256, b"[1, 2]", secret),
-        "header-an-array": _jws(b'["HS256"]', good, secret),
-        "payload-not-utf8": _jws(HS256, b"\xff\xfe\xfd", secret),
-        "payload-nested-2500-deep": _jws(HS256, b"[" * 2500 + b"]" * 2500, secret),
-        "crit-header": _jws({"alg": "HS256", "crit": ["exp"]}, good, secret),
-        "kid-an-object": _jws({"alg": "HS256", "kid": {"x": 1}}, good, secret),
-        "oversized-garbage-9KiB": "a" * 3000 + "." + "b" * 3000 + "." + "c" * 3000,
-    }
-
-
-def _swap_payload(token: str, claims: dict[str, Any]) -> str:
-    head, _, signature = token.split(".")
-    return f"{head}.{_b64(json.dumps(claims).encode())}.{signature}"
-
-
-def _bad_headers(secret: str) -> dict[str, list[str]]:
-    """Authorization header lines (several: the header repeated) around a *valid* token that
-    must be refused: only `Bearer <token>` is accepted."""
-    good = tokens.mint(secret, "p-1")
-    other = tokens.mint(secret, "p-2")
-    basic = base64.b64encode(b"p-1:" + secret.encode()).decode()
-    return {
-        "no-header": [],
-        "empty-header": [""],
-        "scheme-alone": ["Bearer"],
-        "scheme-and-spaces": ["Bearer     "],
-        "token-without-scheme": [good],
-        "lowercase-scheme": [f"bearer {good}"],
-        "uppercase-scheme": [f"BEARER {good}"],
-        "two-spaces": [f"Bearer  {good}"],
-        "a-tab": [f"Bearer\t{good}"],
-        "no-space": [f"Bearer{good}"],
-        "trailing-words": [f"Bearer {good} extra"],
-        "trailing-comma": [f"Bearer {good},"],
-        "quoted-token": [f'Bearer "{good}"'],
-        "basic-scheme": [f"Basic {basic}"],
-        "token-scheme": [f"Token {good}"],
-        "two-schemes": [f"Basic {basic}, Bearer {good}"],
-        "twice-valid-then-garbage": [f"Bearer {good}", "Bearer garbage"],
-        "twice-garbage-then-valid": ["Bearer garbage", f"Bearer {good}"],
-        "twice-two-valid-tokens": [f"Bearer {good}", f"Bearer {other}"],
-        "twice-the-same-token": [f"Bearer {good}", f"Bearer {good}"],
-    }
-
-
-NAMES_ONLY = "a-secret-just-for-the-test-ids-0123456789"
-BAD_TOKENS = list(_bad_tokens(NAMES_ONLY))
-BAD_HEADERS = list(_bad_headers(NAMES_ONLY))
-
-
 def _assert_unauthorized(gateway: Gateway, reply: tuple[int, dict[str, str], bytes]) -> None:
     status, headers, body = reply
     assert status == 401, (status, body[:300])
@@ -266,9 +104,9 @@ def _assert_unauthorized(gateway: Gateway, reply: tuple[int, dict[str, str], byt
     check_response("POST", SUBMIT, status, headers, body)
 
 
-@pytest.mark.parametrize("case", BAD_TOKENS)
+@pytest.mark.parametrize("case", hostile.BAD_TOKENS)
 def test_a_bad_token_is_401_and_reaches_no_function(case: str, gateway: Gateway) -> None:
-    token = _bad_tokens(gateway.secret)[case]
+    token = hostile.bad_tokens(gateway.secret)[case]
     score = gateway.score("p-1")
     before = len(gateway.calls)
     _assert_unauthorized(gateway, gateway.submit([f"Bearer {token}"]))
@@ -276,7 +114,7 @@ def test_a_bad_token_is_401_and_reaches_no_function(case: str, gateway: Gateway)
     assert gateway.score("p-1") == score
 
 
-@pytest.mark.parametrize("case", BAD_HEADERS)
+@pytest.mark.parametrize("case", hostile.BAD_HEADERS)
 def test_an_authorization_header_not_exactly_bearer_token_is_401(
     case: str, gateway: Gateway
 ) -> None:
@@ -284,7 +122,7 @@ def test_an_authorization_header_not_exactly_bearer_token_is_401(
     headers with a comma, and a joined value is no token (it must not pick the valid one)."""
     score = gateway.score("p-1")
     before = len(gateway.calls)
-    _assert_unauthorized(gateway, gateway.submit(_bad_headers(gateway.secret)[case]))
+    _assert_unauthorized(gateway, gateway.submit(hostile.bad_headers(gateway.secret)[case]))
     assert len(gateway.calls) == before  # refused at the gateway
     assert gateway.score("p-1") == score
 
@@ -306,7 +144,7 @@ def test_an_authorization_header_not_exactly_bearer_token_is_401(
 def test_a_valid_player_token_submits_for_itself(claims: dict, gateway: Gateway) -> None:
     now = int(time.time())
     claims = {k: now + v if k in ("nbf", "exp") else v for k, v in claims.items()}
-    token = jwt.encode(_claims(sub="p-ok", **claims), gateway.secret, algorithm="HS256")
+    token = jwt.encode(hostile.claims(sub="p-ok", **claims), gateway.secret, algorithm="HS256")
     status, _, body = gateway.submit([f"Bearer {token}"], player="p-ok")
     assert status == 200, body[:300]
     assert json.loads(body)["player_id"] == "p-ok"
@@ -329,6 +167,66 @@ def test_a_valid_token_for_a_subject_that_is_no_player_id_is_a_400(gateway: Gate
         )
         assert status == 400, (sub, status, body[:300])
         check_response("POST", SUBMIT, status, headers, body)
+
+
+# --- reads: a token is optional, and a token that is sent must be valid ---------------------
+# The read routes have no authorizer (API Gateway cannot make one optional): the gateway checks
+# nothing there and hands the header on, and the read function refuses what the authorizer
+# would have refused, with the same 401.
+READ = "/boards/{board_id}/players/{player_id}"
+
+
+def _read(gateway: Gateway, authorization: list[str]) -> tuple[int, dict[str, str], bytes]:
+    headers = [("Authorization", value) for value in authorization]
+    return gateway.request("GET", f"/boards/{gateway.board}/players/p-1", headers)
+
+
+def _assert_read_unauthorized(gateway: Gateway, authorization: list[str]) -> None:
+    before = len(gateway.calls)
+    status, headers, body = _read(gateway, authorization)
+    assert status == 401, (status, body[:300])
+    assert json.loads(body) == {"message": "Unauthorized"}
+    assert headers["www-authenticate"] == "Bearer"
+    check_response("GET", READ, status, headers, body)
+    assert gateway.calls[before:] == ["ApiReadFunction"], "the function judged it, not the gateway"
+
+
+@pytest.mark.parametrize("case", hostile.BAD_TOKENS)
+def test_a_bad_token_on_a_read_is_401(case: str, gateway: Gateway) -> None:
+    _assert_read_unauthorized(gateway, [f"Bearer {hostile.bad_tokens(gateway.secret)[case]}"])
+
+
+@pytest.mark.parametrize("case", [c for c in hostile.BAD_HEADERS if c != "no-header"])
+def test_an_authorization_header_not_exactly_bearer_token_on_a_read_is_401(
+    case: str, gateway: Gateway
+) -> None:
+    _assert_read_unauthorized(gateway, hostile.bad_headers(gateway.secret)[case])
+
+
+@pytest.mark.parametrize(
+    "claims",
+    [
+        {},
+        {"scope": "leaderboard/server"},
+        {"scope": "leaderboard/admin"},
+        {"aud": ["another-api", tokens.audience()]},
+        {"nbf": -60, "exp": 60.5},  # seconds from when the test runs, not from collection
+    ],
+    ids=["player", "server", "admin", "aud-list-with-ours", "nbf-past-float-exp"],
+)
+def test_a_read_with_a_valid_token_is_200(claims: dict, gateway: Gateway) -> None:
+    now = int(time.time())
+    claims = {k: now + v if k in ("nbf", "exp") else v for k, v in claims.items()}
+    token = jwt.encode(hostile.claims(sub="reader", **claims), gateway.secret, algorithm="HS256")
+    status, headers, body = _read(gateway, [f"Bearer {token}  "])
+    assert status == 200, body[:300]
+    assert json.loads(body)["score"] == 10
+    check_response("GET", READ, status, headers, body)
+
+
+def test_a_read_without_a_token_is_200(gateway: Gateway) -> None:
+    status, _, body = _read(gateway, [])
+    assert status == 200 and json.loads(body)["score"] == 10
 
 
 # --- scopes: 403 -----------------------------------------------------------------------------

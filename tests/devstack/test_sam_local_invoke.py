@@ -1,19 +1,16 @@
 """`sam local invoke` for real (issue 14): every function of template.yaml, built by `sam build`,
-run by SAM CLI in a Docker container of the python3.13 arm64 image built here (no registry),
-against a running local stack, each response and side effect checked.
+run by SAM CLI in a Docker container of the python3.13 image built here (no registry), against
+a running local stack, each response and side effect checked. Natively here; the deployed
+architecture (arm64) under emulation is in test_sam_local_emulation.py, on a worker of its own.
 
-Where Docker cannot run arm64 Lambda containers at all, the test is skipped with the reason;
-on CI (root, OS packages reachable) the engine, qemu and debootstrap are installed and a
-failure to get them is a failure, not a skip.
+Where Docker cannot run Lambda containers at all, the test is skipped with the reason; on CI
+(root, OS packages reachable) the engine, qemu and debootstrap are installed and a failure to
+get them is a failure, not a skip.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -26,6 +23,7 @@ import pytest
 from devstack import sam_local
 from devstack.template import ROOT
 from tests.support.local_stack import Stack
+from tests.support.sam_local import require_engine, run_sam, running_stack
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -33,17 +31,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 NATIVE = sam_local.native_arch()
 
 
-def _engine(arch: str) -> None:
-    problem = sam_local.engine_problem(arch)
-    if problem:
-        if os.environ.get("CI") == "true" and os.geteuid() == 0 and shutil.which("apt-get"):
-            pytest.fail(f"CI can install and run Docker, yet: {problem}")
-        pytest.skip(f"Docker cannot run {arch} Lambda containers here: {problem}")
-
-
 @pytest.fixture(scope="module")
 def image() -> str:
-    _engine(NATIVE)
+    require_engine(NATIVE)
     return sam_local.build_image(NATIVE)
 
 
@@ -52,30 +42,10 @@ def built(image: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return sam_local.build_functions(NATIVE, tmp_path_factory.mktemp("sam-local") / "build")
 
 
-def _sam(command: list[str], stack_env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """SAM CLI hands the function the stack's credentials, as `make sam-invoke` does: the
-    event API takes only publishes signed with them."""
-    return subprocess.run(
-        command,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env=sam_local.sam_environment(stack_env),
-        timeout=600,
-        check=False,
-    )
-
-
 @pytest.fixture(scope="module")
 def stack(image: str) -> Iterator[Stack]:
-    base = Path(tempfile.mkdtemp(prefix="lb-sam-"))
-    base.chmod(0o755)  # the embedded PostgreSQL user must reach it when running as root
-    running = Stack(base / "data")
-    try:
+    with running_stack() as running:
         yield running
-    finally:
-        running.stop()
-        shutil.rmtree(base, ignore_errors=True)
 
 
 def _next_monday(now: datetime) -> datetime:
@@ -189,7 +159,7 @@ def test_every_function_runs_in_a_container_through_sam_local_invoke(
     def run(step: tuple[str, Path, Callable[[Any], bool], Callable[[], bool]]) -> None:
         function, event, answered, happened = step
         started = time.monotonic()
-        proc = _sam(
+        proc = run_sam(
             sam_local.invoke_command(
                 function, event, template=template, env_file=env_file, image=images[function]
             ),
@@ -207,45 +177,6 @@ def test_every_function_runs_in_a_container_through_sam_local_invoke(
         for step in plan:
             run(step)
     print(f"sam local invoke ({NATIVE}), seconds per function:", timings)
-
-
-def test_the_deployed_architecture_runs_under_emulation(
-    image: str, stack: Stack, tmp_path: Path
-) -> None:
-    """arm64, as deployed (the default of `make sam-invoke`), on a machine of another
-    architecture: qemu user emulation. One read, which is slow there (a cold start takes
-    tens of seconds), so the eight functions above run natively."""
-    if NATIVE == "arm64":
-        pytest.skip("this machine is arm64: the test above already ran the deployed architecture")
-    _engine("arm64")
-    sam_local.build_image("arm64")
-    built = sam_local.build_functions("arm64", tmp_path / "build")
-    state = json.loads((stack.data_dir / "stack.json").read_text())
-    host = sam_local.docker_host_address()
-    env_file = sam_local.write_env_vars(state["env"], tmp_path / "env.json", host)
-    command = sam_local.invoke_command(
-        "ApiReadFunction",
-        ROOT / "events/api_read_list_boards.json",
-        template=sam_local.invocation_template(built, "arm64"),
-        env_file=env_file,
-        image=sam_local.function_images(built, "arm64")["ApiReadFunction"],
-    )
-    with sam_local.LoopbackForwarder(host, sam_local.store_ports(state["env"])):
-        proc = _sam(command, state["env"])
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    result = sam_local.parse_output(proc.stdout)
-    assert result["statusCode"] == 200, result
-    assert "demo-arena" in {b["board_id"] for b in json.loads(result["body"])["boards"]}
-    # The container really was arm64: the runtime reports the machine it runs on.
-    assert (
-        "aarch64"
-        in subprocess.run(
-            ["docker", "run", "--rm", sam_local.image_tag("arm64"), "/usr/bin/uname", "-m"],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout
-    )
 
 
 def test_the_env_vars_file_points_every_function_at_the_stack_as_containers_see_it() -> None:

@@ -325,6 +325,8 @@ CROSS_FIELD_400 = {
     "max_increment applies to increment boards only",
     "max_entries cannot be exact on a sharded board: use shards 1, or no max_entries",
     "tie-breaker names must not repeat",  # distinct names: documented, not a schema keyword
+    "teams cannot be exact on a sharded board: use shards 1, or no teams",
+    "use by=team or team=<id>, not both",  # two query parameters: documented in words
 }
 # The batch route's items may be any JSON (an item that is not a submission fails alone), so
 # the fuzz can reach the strict-JSON rules every body follows (docs/API.md, Conventions).

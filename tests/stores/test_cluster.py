@@ -124,6 +124,9 @@ def test_handlers_in_worker_processes_on_the_cluster(cluster, database_url, sqs,
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "POWERTOOLS_TRACE_DISABLED": "true",
+        "JWT_SECRET": SECRET,
+        "JWT_ISSUER": "leaderboard-local",
+        "JWT_AUDIENCE": "leaderboard",
     }
     pools = {
         name: FunctionPool(spec, spec.resolved_environment(env), concurrency=1)

@@ -236,3 +236,22 @@ def test_the_record_keeps_the_tie_keys_of_tiebreaker_boards(empty_database):
             " WHERE table_name = 'archive_entries' AND column_name = 'tiebreakers'"
         ).fetchone()
     assert column == ("jsonb",)
+
+
+def test_hidden_players_get_a_table_and_a_place_in_the_archive_of_their_own(empty_database):
+    """0010 (issue 23): the record of hidden players (player ids in byte order, as Redis
+    orders them), and hidden players' archived entries apart from the public archive."""
+    names = [name for name, _ in migration_files()]
+    apply_migrations(empty_database, upto=[n for n in names if n < "0010"][-1])
+    assert {"hidden_players", "archive_hidden_entries"}.isdisjoint(_tables(empty_database))
+    upto = next(n for n in names if n.startswith("0010_"))
+    assert [n[:4] for n in apply_migrations(empty_database, upto=upto)] == ["0010"]
+    with psycopg.connect(empty_database) as conn:
+        conn.execute(
+            "INSERT INTO hidden_players (board_id, player_id) VALUES ('b', 'a'), ('b', 'B')"
+        )
+        ordered = conn.execute("SELECT player_id FROM hidden_players ORDER BY player_id")
+        assert ordered.fetchall() == [("B",), ("a",)]
+        with pytest.raises(psycopg.errors.UniqueViolation):
+            conn.execute("INSERT INTO hidden_players (board_id, player_id) VALUES ('b', 'a')")
+    assert {"hidden_players", "archive_hidden_entries"} <= _tables(empty_database)

@@ -8,6 +8,7 @@ import uuid
 from collections import defaultdict
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -188,3 +189,42 @@ def test_changed_entries_are_capped_and_flagged(index: RedisIndex, board_id: str
     (update,) = _changes(live, index, board_id).updates
     assert update.changed_truncated
     assert [e.player_id for e in update.changed] == ["p4", "p3", "p2"]  # the latest first
+
+
+@pytest.mark.parametrize("shards", [1, 3])
+def test_hiding_a_player_takes_them_out_of_live_messages_and_their_writes_stay_silent(
+    index: RedisIndex, board_id: str, shards: int
+) -> None:
+    """Issue 23: hiding a player is a change of every channel the player was on (they leave
+    its top, reported removed with the rank they had); their own writes while hidden change
+    nothing anyone sees, so they publish nothing; showing them again brings them back."""
+    from dataclasses import replace
+
+    board = publish(index, board_id, periods=["all-time"], live_top=3)
+    if shards > 1:
+        index.publish_board(replace(board, shards=shards, version=board.version + 1))
+    model = ModelBoard(board)
+    live = LiveIndex(index.client)
+    for player, score in [("p1", 50), ("p2", 40), ("p3", 30), ("p4", 20)]:
+        submit(index, model, board_id, player, score)
+    _changes(live, index, board_id)
+
+    def hide(player: str, hidden: bool) -> None:
+        index.set_hidden(board_id, player, hidden, event_id=str(uuid.uuid4()), now_ms=1)
+
+    hide("p1", True)
+    (update,) = _changes(live, index, board_id).updates
+    assert [(e.player_id, e.rank) for e in update.top] == [("p2", 1), ("p3", 2), ("p4", 3)]
+    assert update.total == 3
+    ((gone),) = update.changed
+    assert (gone.player_id, gone.rank, gone.score) == ("p1", None, None)
+    assert gone.previous_rank == (1 if shards == 1 else None)
+
+    submit(index, model, board_id, "p1", 60)  # hidden, yet applied and recorded
+    assert _changes(live, index, board_id).updates == ()
+
+    hide("p1", False)
+    (update,) = _changes(live, index, board_id).updates
+    top = update.top[0]
+    assert (top.player_id, top.rank, top.score) == ("p1", 1, 110)
+    assert [(e.player_id, e.rank) for e in update.changed] == [("p1", 1)]

@@ -94,8 +94,10 @@ def test_one_round_trip_per_submission_and_read(redis_url, board_id, clock):
 
 @pytest.mark.parametrize("ties", ["shared", "first"])
 def test_one_round_trip_on_a_board_with_every_score_model_option(redis_url, board_id, clock, ties):
-    """Issue 23: 3 tie-breaker columns change no round trip: a submission (and its rank
-    movement), a batch, and every read kind are still one each."""
+    """Issue 23: 3 tie-breaker columns, teams and hidden players change no round trip: a
+    submission (its rank movement and its team's update), a batch, and every read kind (of
+    players, of teams, of a team's members) are still one each, for a hidden player's own
+    submissions and reads too."""
     client = redis.Redis.from_url(
         redis_url, decode_responses=True, connection_class=CountingConnection
     )
@@ -105,13 +107,22 @@ def test_one_round_trip_on_a_board_with_every_score_model_option(redis_url, boar
         {"name": "deaths", "sort": "asc"},
         {"name": "level", "sort": "desc"},
     ]
-    publish(index, board_id, regions=["EU"], ties=ties, mode="best", tiebreakers=columns)
+    publish(
+        index, board_id, regions=["EU"], ties=ties, mode="best", tiebreakers=columns, teams="sum"
+    )
     scores = ScoreService(index, ListSink(), clock)
     reads = ReadService(index, clock)
 
     def body(player: str, score: int, time_ms: int, **extra: object) -> dict:
         values = {"time_ms": time_ms, "deaths": 1, "level": 3}
-        return {"player_id": player, "score": score, "tiebreakers": values, **extra}
+        team = ("red", "blue", "gold")[len(player) % 3]
+        return {
+            "player_id": player,
+            "score": score,
+            "tiebreakers": values,
+            "team_id": team,
+            **extra,
+        }
 
     scores.submit(board_id, body("warm", 1, 5), SERVER, None)  # loads scripts and rules
     reads.entries(board_id, {})
@@ -145,6 +156,44 @@ def test_one_round_trip_on_a_board_with_every_score_model_option(redis_url, boar
         assert trips == 1, name
         entries = result.get("entries") or result.get("standings") or [result]
         assert all("tiebreakers" in e for e in entries), name
+    for name, call in {  # the team rankings, and a team's members
+        "teams": lambda: reads.entries(board_id, {"by": "team"}),
+        "team around_rank": lambda: reads.entries(board_id, {"by": "team", "around_rank": "2"}),
+        "one team": lambda: reads.player(board_id, "red", {"by": "team"}),
+        "around a team": lambda: reads.around(board_id, "red", {"by": "team"}),
+        "teams chosen": lambda: reads.players(board_id, {"ids": "red,gold", "by": "team"}),
+        "members": lambda: reads.entries(board_id, {"team": "red", "limit": "20"}),
+        "a member": lambda: reads.player(board_id, "p10", {"team": "red"}),
+        "around a member": lambda: reads.around(board_id, "p10", {"team": "red"}),
+        "members chosen": lambda: reads.players(board_id, {"ids": "p10,p-1", "team": "red"}),
+    }.items():
+        trips, result = counted(call)
+        assert trips == 1, name
+        assert result.get("entries") or result.get("rank"), name
+
+    # Hidden players: a hidden player's submissions and every read, by them and by others
+    index.set_hidden(board_id, "p3", True, event_id="e-hide", now_ms=1)
+    trips, response = counted(lambda: scores.submit(board_id, body("p3", 4, 1), SERVER, "k-3"))
+    assert trips == 1 and response.body["standings"][0]["rank"] >= 1
+    batch = {"submissions": [body("p3", 5, 1), body("b1", 9, 9), body("p3", 60, 0)]}
+    trips, _ = counted(lambda: scores.submit_batch(board_id, batch, SERVER))
+    assert trips == 1
+    hidden_self = Caller("p3", frozenset())
+    for who in (None, hidden_self, Caller("p4", frozenset())):
+        for name, call in {
+            "top 10": lambda who=who: reads.entries(board_id, {"limit": "10"}, caller=who),
+            "around_rank": lambda who=who: reads.entries(
+                board_id, {"around_rank": "3", "limit": "5"}, caller=who
+            ),
+            "player": lambda who=who: reads.player(board_id, "p-1", {}, caller=who),
+            "around": lambda who=who: reads.around(board_id, "p-1", {"count": "5"}, caller=who),
+            "players": lambda who=who: reads.players(board_id, {"ids": "p-1,p3"}, caller=who),
+            "standings": lambda who=who: reads.standings(board_id, "p-1", {}, caller=who),
+        }.items():
+            trips, result = counted(call)
+            assert trips == 1, (name, who)
+    top = reads.entries(board_id, {"limit": "3"}, caller=hidden_self)["entries"]
+    assert top[0]["player_id"] == "p3"  # the hidden player's own view, in that one trip
     client.close()
 
 

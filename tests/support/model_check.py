@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from leaderboard.domain.auth import Caller
 from leaderboard.domain.errors import DomainError, NotFound
+from leaderboard.domain.events import new_event_id
 from leaderboard.domain.periods import ALL_TIME
 from leaderboard.domain.tiebreakers import TIEBREAKER_LIMIT
 from leaderboard.services.reads import ReadService
@@ -28,7 +29,7 @@ LIMIT = TIEBREAKER_LIMIT
 # Few values, so tuples tie often, and the bounds themselves.
 TB_VALUES = st.one_of(st.integers(-1, 2), st.sampled_from([-LIMIT, LIMIT, LIMIT - 1]))
 
-submit_op = st.tuples(
+_SUBMIT = (
     st.just("submit"),
     st.sampled_from(PLAYERS),
     SCORES,
@@ -38,8 +39,32 @@ submit_op = st.tuples(
     st.fixed_dictionaries({"t1": TB_VALUES, "t2": TB_VALUES, "t3": TB_VALUES}),
     st.sampled_from(["ok"] * 8 + ["missing", "extra"]),
 )
+submit_op = st.tuples(*_SUBMIT)
 advance_op = st.tuples(st.just("advance"), st.sampled_from([1, 5, 23, 24 * 3, 24 * 8, 24 * 31]))
 OPS = st.lists(st.one_of(submit_op, submit_op, submit_op, advance_op), min_size=1, max_size=28)
+# Issue 23: team boards. A submission may name a team; a few names a board has none of too
+# (refused with 422 on boards without teams).
+TEAMS = ["red", "blue", "gold"]
+team_submit_op = st.tuples(*_SUBMIT, st.sampled_from([None, *TEAMS, "red"]))
+# Issue 23: an admin hides players and shows them again between writes.
+hide_op = st.tuples(st.sampled_from(["hide", "hide", "unhide"]), st.sampled_from(PLAYERS[:4]))
+HIDDEN_OPS = st.lists(
+    st.one_of(submit_op, submit_op, submit_op, advance_op, hide_op), min_size=1, max_size=28
+)
+TEAM_OPS = st.lists(
+    st.one_of(team_submit_op, team_submit_op, team_submit_op, advance_op, hide_op),
+    min_size=1,
+    max_size=28,
+)
+team_rules = st.fixed_dictionaries(
+    {
+        "max_entries": st.sampled_from([None, None, 3]),
+        "bounds": st.sampled_from([None, (-50, 80)]),
+        "max_increment": st.sampled_from([None, 25]),
+        "teams": st.sampled_from(["sum", "best"]),
+        "tiebreakers": st.sampled_from([None, [{"name": "t1", "sort": "asc"}]]),
+    }
+)
 rules = st.fixed_dictionaries(
     {
         "max_entries": st.sampled_from([None, None, 3]),
@@ -73,7 +98,14 @@ def _tiebreakers(model: ModelBoard, values: dict, how: str) -> dict | None:
 
 def _norm(entries: list[dict]) -> list[tuple]:
     return [
-        (e["rank"], e["player_id"], float(e["score"]), e["metadata"], e.get("tiebreakers"))
+        (
+            e["rank"],
+            e["player_id"],
+            float(e["score"]),
+            e["metadata"],
+            e.get("tiebreakers"),
+            e.get("hidden", False),
+        )
         for e in entries
     ]
 
@@ -81,63 +113,165 @@ def _norm(entries: list[dict]) -> list[tuple]:
 def _compare_reads(
     model: ModelBoard, reads: ReadService, board_id: str, clock: MovableClock
 ) -> None:
+    """Every read of every period and region, as nobody in particular and, on a board that
+    hides players, as each hidden player (their own view: a server reading for them, told which
+    entry is hidden) and as a visible one (the public view)."""
+    viewers: list[str | None] = [None]
+    if model.hidden:
+        visible = [p for p in PLAYERS if p not in model.hidden]
+        viewers += [*sorted(model.hidden), visible[0]]
+    for viewer in viewers:
+        _compare_view(model, reads, board_id, clock, viewer)
+        if model.cfg.teams:
+            _compare_teams(model, reads, board_id, clock, viewer)
+    for player in sorted(model.hidden):  # with their own token: no sign of it
+        as_player = Caller(player, frozenset())
+        for period, region in list(model.keys):
+            exp = model.player(period, region, player, player)
+            query = {"period": period} | ({"region": region} if region else {})
+            if exp is not None and not _closed(period, clock):
+                got = reads.player(board_id, player, query, caller=as_player)
+                assert "hidden" not in got
+                assert (got["rank"], got["total"]) == (exp["rank"], exp["total"])
+
+
+def _closed(period: str, clock: MovableClock) -> bool:
+    return period != ALL_TIME and not any(
+        p.id == period and p.is_open_at(clock()) for p in _open(clock)
+    )
+
+
+def _compare_view(
+    model: ModelBoard,
+    reads: ReadService,
+    board_id: str,
+    clock: MovableClock,
+    viewer: str | None,
+) -> None:
+    caller = None if viewer is None else SERVER
+    seen = {} if viewer is None else {"viewer": viewer}
     period_ids = {pid for (pid, _region) in model.keys} | {ALL_TIME}
     for period in sorted(period_ids):
         for region in REGIONS:
-            query = {"period": period} | ({"region": region} if region else {})
-            total, expected = model.page(period, region, 0, 100)
-            kept = model.keys.get((period, region))
-            closed_and_empty = (
-                total == 0
-                and period != ALL_TIME
-                and not any(p.id == period and p.is_open_at(clock()) for p in _open(clock))
-            )
-            if closed_and_empty:
+            query = {"period": period} | ({"region": region} if region else {}) | seen
+            total, expected = model.page(period, region, 0, 100, viewer)
+            if total == 0 and _closed(period, clock):
                 with pytest.raises(NotFound):
-                    reads.entries(board_id, query | {"limit": "100"})
+                    reads.entries(board_id, query | {"limit": "100"}, caller=caller)
                 continue
-            got = reads.entries(board_id, query | {"limit": "100"})
+            got = reads.entries(board_id, query | {"limit": "100"}, caller=caller)
             assert (got["total"], _norm(got["entries"])) == (total, _norm(expected)), (
                 period,
                 region,
+                viewer,
             )
             for offset, limit in ((1, 2), (3, 3)):
-                _, exp = model.page(period, region, offset, limit)
-                got = reads.entries(board_id, query | {"offset": str(offset), "limit": str(limit)})
-                assert _norm(got["entries"]) == _norm(exp), (period, region, offset)
+                _, exp = model.page(period, region, offset, limit, viewer)
+                got = reads.entries(
+                    board_id, query | {"offset": str(offset), "limit": str(limit)}, caller=caller
+                )
+                assert _norm(got["entries"]) == _norm(exp), (period, region, offset, viewer)
             for rank in (1, 2, total, total + 3):
                 if rank < 1:
                     continue
-                _, exp = model.around_rank(period, region, rank, 3)
-                got = reads.entries(board_id, query | {"around_rank": str(rank), "limit": "3"})
-                assert _norm(got["entries"]) == _norm(exp), (period, region, rank)
+                _, exp = model.around_rank(period, region, rank, 3, viewer)
+                got = reads.entries(
+                    board_id, query | {"around_rank": str(rank), "limit": "3"}, caller=caller
+                )
+                assert _norm(got["entries"]) == _norm(exp), (period, region, rank, viewer)
             for player in PLAYERS:
-                exp_player = model.player(period, region, player)
+                exp_player = model.player(period, region, player, viewer)
                 if exp_player is None:
                     with pytest.raises(NotFound):
-                        reads.player(board_id, player, query)
+                        reads.player(board_id, player, query, caller=caller)
                     continue
-                got = reads.player(board_id, player, query)
+                got = reads.player(board_id, player, query, caller=caller)
                 assert (
                     got["rank"],
                     float(got["score"]),
                     got["total"],
                     got["metadata"],
                     got.get("tiebreakers"),
+                    got.get("hidden", False),
                 ) == (
                     exp_player["rank"],
                     exp_player["score"],
                     exp_player["total"],
                     exp_player["metadata"],
                     exp_player.get("tiebreakers"),
-                ), (period, region, player)
-                _, exp_window = model.around(period, region, player, 3)
-                got = reads.around(board_id, player, query | {"count": "3"})
-                assert _norm(got["entries"]) == _norm(exp_window), (period, region, player)
+                    exp_player.get("hidden", False),
+                ), (period, region, player, viewer)
+                _, exp_window = model.around(period, region, player, 3, viewer)
+                got = reads.around(board_id, player, query | {"count": "3"}, caller=caller)
+                assert _norm(got["entries"]) == _norm(exp_window), (period, region, player, viewer)
                 assert got["player"]["player_id"] == player
-            _compare_players(model, reads, board_id, period, region, query)
-            del kept
-    _compare_standings(model, reads, board_id, clock)
+            _compare_players(model, reads, board_id, period, region, query, viewer, caller)
+    _compare_standings(model, reads, board_id, clock, viewer, caller)
+
+
+def _plain_norm(entries: list[dict], key: str = "player_id") -> list[tuple]:
+    return [(e["rank"], e[key], float(e["score"]), e.get("hidden", False)) for e in entries]
+
+
+def _plain_expect(model, rows, start, stop, flagged) -> list[tuple]:
+    """Entries [start, stop) of a team ranking or a members set; `flagged`: the hidden
+    reader's own entry, marked for the server that reads for them."""
+    return [
+        (model.plain_rank(rows, i), rows[i][0], rows[i][1], rows[i][0] == flagged)
+        for i in range(start, min(stop, len(rows)))
+    ]
+
+
+def _compare_teams(model, reads, board_id, clock, viewer) -> None:
+    """Issue 23: the team rankings (`by=team`) and each team's members (`team=<id>`), every
+    read route and period, in this viewer's view."""
+    caller = None if viewer is None else SERVER
+    seen = {} if viewer is None else {"viewer": viewer}
+    centre = ModelBoard._centre
+    hidden_reader = viewer if viewer in model.hidden else None
+    for period, region in sorted(set(model.keys), key=lambda k: (k[0], k[1] or "")):
+        base = {"period": period} | ({"region": region} if region else {}) | seen
+        views = [({"by": "team"}, model.teams_ranked(period, region), "team_id", None)]
+        for team in TEAMS:
+            rows = model.members_ranked(period, region, team, viewer)
+            views.append(({"team": team}, rows, "player_id", hidden_reader))
+        for selector, rows, key, flagged in views:
+            query = base | selector
+            where = (selector, period, region, viewer)
+            total = len(rows)
+            if total == 0 and _closed(period, clock):
+                with pytest.raises(NotFound):
+                    reads.entries(board_id, query, caller=caller)
+                continue
+            got = reads.entries(board_id, query | {"limit": "100"}, caller=caller)
+            assert got["total"] == total, where
+            exp = _plain_expect(model, rows, 0, 100, flagged)
+            assert _plain_norm(got["entries"], key) == exp, where
+            for rank in {1, max(total, 1), total + 2}:
+                start = centre(rank - 1, 2, total)
+                got = reads.entries(
+                    board_id, query | {"around_rank": str(rank), "limit": "2"}, caller=caller
+                )
+                exp = _plain_expect(model, rows, start, start + 2, flagged)
+                assert _plain_norm(got["entries"], key) == exp, (*where, rank)
+            ids = [*(r[0] for r in rows[:3]), "nobody"]
+            got = reads.players(board_id, query | {"ids": ",".join(ids)}, caller=caller)
+            assert [e[key] for e in got["entries"]] == ids[:-1], where
+            assert got["missing"] == ["nobody"] and got["total"] == total, where
+            for i, (who, score) in enumerate(rows[:4]):
+                one = reads.player(board_id, who, query, caller=caller)
+                assert (one[key], one["rank"], float(one["score"]), one["total"]) == (
+                    who,
+                    model.plain_rank(rows, i),
+                    score,
+                    total,
+                ), (*where, who)
+                around = reads.around(board_id, who, query | {"count": "3"}, caller=caller)
+                start = centre(i, 3, total)
+                exp = _plain_expect(model, rows, start, start + 3, flagged)
+                assert _plain_norm(around["entries"], key) == exp, (*where, who)
+            with pytest.raises(NotFound):
+                reads.player(board_id, "nobody", query, caller=caller)
 
 
 # Each list mixes players with an entry, players of the board without one in this period or
@@ -145,30 +279,32 @@ def _compare_reads(
 ID_LISTS = [PLAYERS, ["gus", "zed", "ann", "gus"], ["zed"], ["cy", "cy", "bob"]]
 
 
-def _compare_players(model, reads, board_id, period, region, query) -> None:
+def _compare_players(model, reads, board_id, period, region, query, viewer, caller) -> None:
     for ids in ID_LISTS:
-        total, entries, missing = model.players(period, region, ids)
-        got = reads.players(board_id, query | {"ids": ",".join(ids)})
+        total, entries, missing = model.players(period, region, ids, viewer)
+        got = reads.players(board_id, query | {"ids": ",".join(ids)}, caller=caller)
         assert got["total"] == total, (period, region, ids)
         assert _norm(got["entries"]) == _norm(entries), (period, region, ids)
         assert got["missing"] == missing, (period, region, ids)
 
 
-def _compare_standings(model, reads, board_id, clock) -> None:
+def _compare_standings(model, reads, board_id, clock, viewer, caller) -> None:
+    seen = {} if viewer is None else {"viewer": viewer}
     for player in [*PLAYERS, "zed"]:
         for region in REGIONS:
-            expected = model.standings(player, clock(), region)
-            query = {"region": region} if region else {}
+            expected = model.standings(player, clock(), region, viewer)
+            query = ({"region": region} if region else {}) | seen
             if not expected:
                 with pytest.raises(NotFound):
-                    reads.standings(board_id, player, query)
+                    reads.standings(board_id, player, query, caller=caller)
                 continue
-            got = reads.standings(board_id, player, query)["standings"]
+            got = reads.standings(board_id, player, query, caller=caller)["standings"]
             assert [
                 (s["period"], s["kind"], s["region"], s["rank"], float(s["score"]), s["total"])
                 + ((s["tiebreakers"],) if "tiebreakers" in s else ())
+                + ((True,) if s.get("hidden") else ())
                 for s in got
-            ] == expected, (player, region)
+            ] == expected, (player, region, viewer)
             assert all(s["top_percent"] == round(100 * s["rank"] / s["total"], 4) for s in got)
 
 
@@ -194,6 +330,8 @@ def _new_board(index, mode, sort, ties, board_rules, shards=1):
         body["max_increment"] = board_rules["max_increment"]
     if board_rules.get("tiebreakers"):
         body["tiebreakers"] = board_rules["tiebreakers"]
+    if board_rules.get("teams"):
+        body["teams"] = board_rules["teams"]
     board = publish(index, board_id, **body)
     if shards > 1:  # not a field of the API yet: set on the parsed board
         board = replace(board, shards=shards)
@@ -206,8 +344,18 @@ def _new_board(index, mode, sort, ties, board_rules, shards=1):
     return board_id, clock, ModelBoard(board)
 
 
-def _payload(player, score, region, metadata, tiebreakers=None) -> dict:
+def _set_hidden(index, model, board_id, clock, op) -> None:
+    """An admin hides a player or shows them again (the index's part of the admin route)."""
+    kind, player = op
+    ms = int(clock().timestamp() * 1000)
+    index.set_hidden(board_id, player, kind == "hide", event_id=new_event_id(ms), now_ms=ms)
+    model.set_hidden(player, kind == "hide")
+
+
+def _payload(player, score, region, metadata, tiebreakers=None, team=None) -> dict:
     payload = {"player_id": player, "score": score}
+    if team is not None:
+        payload["team_id"] = team
     if region:
         payload["region"] = region
     if metadata is not None:
@@ -260,12 +408,16 @@ def check_against_model(index, mode, sort, ties, ops, board_rules, shards=1) -> 
         if op[0] == "advance":
             clock.now += timedelta(hours=op[1])
             continue
-        _, player, score, region, metadata, tb_values, how = op
+        if op[0] in ("hide", "unhide"):
+            _set_hidden(index, model, board_id, clock, op)
+            continue
+        _, player, score, region, metadata, tb_values, how, *named = op
         tiebreakers = _tiebreakers(model, tb_values, how)
-        payload = _payload(player, score, region, metadata, tiebreakers)
+        team = named[0] if named else None
+        payload = _payload(player, score, region, metadata, tiebreakers, team)
         try:
             applied, standings = model.submit(
-                player, float(score), region, metadata, clock(), tiebreakers
+                player, float(score), region, metadata, clock(), tiebreakers, team
             )
             expected_error = None
         except ModelError as exc:
@@ -297,6 +449,7 @@ batch_op = st.one_of(
     st.tuples(st.just("cut")),
 )
 BATCH_OPS = st.lists(batch_op, min_size=1, max_size=36)
+HIDDEN_BATCH_OPS = st.lists(st.one_of(batch_op, hide_op), min_size=1, max_size=36)
 
 
 def check_batches_against_model(index, mode, sort, ties, ops, board_rules, shards=1) -> None:
@@ -325,6 +478,7 @@ def check_batches_against_model(index, mode, sort, ties, ops, board_rules, shard
                 body.get("metadata"),
                 clock(),
                 body.get("tiebreakers"),
+                body.get("team_id"),
             )
         except ModelError:
             return (422,)
@@ -361,6 +515,9 @@ def check_batches_against_model(index, mode, sort, ties, ops, board_rules, shard
         if kind == "advance":
             flush()
             clock.now += timedelta(hours=op[1])
+        elif kind in ("hide", "unhide"):
+            flush()
+            _set_hidden(index, model, board_id, clock, op)
         elif kind == "cut":
             flush()
         elif kind == "bad":
@@ -371,8 +528,15 @@ def check_batches_against_model(index, mode, sort, ties, ops, board_rules, shard
                 again["score"] = again["score"] + 1
             items.append(again)
         elif kind == "submit":
-            _, player, score, region, metadata, tb_values, how = op
-            item = _payload(player, score, region, metadata, _tiebreakers(model, tb_values, how))
+            _, player, score, region, metadata, tb_values, how, *named = op
+            item = _payload(
+                player,
+                score,
+                region,
+                metadata,
+                _tiebreakers(model, tb_values, how),
+                named[0] if named else None,
+            )
             if n % 2 == 0:
                 item["idempotency_key"] = f"k-{n}"
                 keyed.append(item)

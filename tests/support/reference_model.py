@@ -4,6 +4,16 @@ It keeps plain dicts and sorts on every read; nothing here is clever. Orderings 
 API promises: better score first, then each tie-breaker column in its own direction; ties by
 arrival for ties=first, otherwise by player id in the direction of the sort (Redis orders equal
 scores by member).
+
+Hidden players (issue 23): every read is of a view, the board without its hidden players but
+the one reading (`viewer`), whose own entry stays where it would stand. max_entries keeps the
+best entries of the whole board, hidden ones included.
+
+Team boards (issue 23): a submission naming a team adds what it changed in the player's entry
+to the player's contribution to that team (`sum`), or sets the contribution to the entry
+(`best`); a team's score is the sum (kept with the same float operations, in the same order,
+as Redis) or the best of its visible members' contributions, and a team is ranked while it has
+a visible member. Teams and members rank by score alone, equal scores sharing a rank.
 """
 
 from __future__ import annotations
@@ -39,6 +49,13 @@ class ModelBoard:
     open_kinds: dict[str, str] = field(default_factory=dict)
     meta: dict[str, dict[str, Any]] = field(default_factory=dict)
     seq: int = 0
+    hidden: set[str] = field(default_factory=set)
+    # (period, region) -> team -> player -> contribution (hidden members' too)
+    contributions: dict[tuple[str, str | None], dict[str, dict[str, float]]] = field(
+        default_factory=dict
+    )
+    # (period, region) -> team -> score, for `sum` boards (teams with a visible member)
+    team_sums: dict[tuple[str, str | None], dict[str, float]] = field(default_factory=dict)
 
     # --- ordering and ranks ---------------------------------------------------------------
     def tuple_of(self, row: Row) -> tuple[float, ...]:
@@ -50,8 +67,20 @@ class ModelBoard:
         )
         return (row.score, *turned)
 
-    def ordered(self, period: str, region: str | None) -> list[Row]:
-        rows = list(self.keys.get((period, region), {}).values())
+    def ordered(self, period: str, region: str | None, viewer: str | None = None) -> list[Row]:
+        """The board as `viewer` sees it: without its hidden players, but the viewer."""
+        rows = [
+            r
+            for r in self.keys.get((period, region), {}).values()
+            if r.player not in self.hidden or r.player == viewer
+        ]
+        return self._sorted(rows)
+
+    def ordered_all(self, period: str, region: str | None) -> list[Row]:
+        """Every entry, hidden ones too (what max_entries keeps the best of)."""
+        return self._sorted(list(self.keys.get((period, region), {}).values()))
+
+    def _sorted(self, rows: list[Row]) -> list[Row]:
         desc = self.cfg.sort == "desc"
         if self.cfg.ties == "first":
             sign = -1 if desc else 1
@@ -76,6 +105,7 @@ class ModelBoard:
         metadata: dict[str, Any] | None,
         now: datetime,
         tiebreakers: dict[str, int] | None = None,
+        team: str | None = None,
     ) -> tuple[bool, list[tuple]]:
         cfg = self.cfg
         if region is not None and region not in (cfg.regions or ()):
@@ -83,6 +113,8 @@ class ModelBoard:
         names = [c.name for c in cfg.tiebreakers]
         if set(tiebreakers or ()) != set(names) and (names or tiebreakers):
             raise ModelError("tiebreakers")
+        if team is not None and cfg.teams is None:
+            raise ModelError("teams")
         tb = tuple((tiebreakers or {})[name] for name in names)
         if cfg.mode == "increment":
             if cfg.max_increment is not None and abs(score) > cfg.max_increment:
@@ -124,7 +156,7 @@ class ModelBoard:
                 new = score
             prev_rank = None
             if old_row is not None:
-                rows_before = self.ordered(pid, reg)
+                rows_before = self.ordered(pid, reg, player)
                 at = next(i for i, r in enumerate(rows_before) if r.player == player)
                 prev_rank = self.rank_of(rows_before, at)
             old_tb = None if old_row is None else old_row.tb
@@ -139,8 +171,10 @@ class ModelBoard:
             if old is None or new != old or new_tb != old_tb:
                 applied = True
                 rows[player] = Row(player, new, self.seq, new_tb)
+                if team is not None:
+                    self._contribute((pid, reg), team, player, old, new)
                 if cfg.max_entries is not None:
-                    ordered = self.ordered(pid, reg)
+                    ordered = self.ordered_all(pid, reg)
                     for victim in ordered[cfg.max_entries :]:
                         del rows[victim.player]
                         if victim.player == player:
@@ -148,7 +182,7 @@ class ModelBoard:
                         victims.append(victim.player)
             rank = None
             if present:
-                ordered = self.ordered(pid, reg)
+                ordered = self.ordered(pid, reg, player)
                 index = next(i for i, r in enumerate(ordered) if r.player == player)
                 rank = self.rank_of(ordered, index)
             # (period, region, score, rank, previous score, previous rank): the entry before
@@ -159,6 +193,81 @@ class ModelBoard:
         if metadata is not None and self.present_anywhere(player):
             self.meta[player] = metadata
         return applied, standings
+
+    # --- teams ---------------------------------------------------------------------------
+    def _contribute(
+        self, key: tuple[str, str | None], team: str, player: str, old: float | None, new: float
+    ) -> None:
+        members = self.contributions.setdefault(key, {}).setdefault(team, {})
+        if self.cfg.teams == "sum":
+            delta = new - (old if old is not None else 0.0)
+            members[player] = members.get(player, 0.0) + delta
+            if player not in self.hidden:
+                sums = self.team_sums.setdefault(key, {})
+                sums[team] = sums.get(team, 0.0) + delta
+        else:
+            members[player] = new
+
+    def _visible_members(self, key: tuple[str, str | None], team: str) -> list[str]:
+        members = self.contributions.get(key, {}).get(team, {})
+        return [p for p in members if p not in self.hidden]
+
+    def set_hidden(self, player: str, hidden: bool) -> None:
+        """Hide a player, or show them again: their contributions leave (join) the teams'."""
+        if hidden == (player in self.hidden):
+            return
+        if hidden:
+            self.hidden.add(player)
+        else:
+            self.hidden.discard(player)
+        if self.cfg.teams != "sum":
+            return  # `best` scores follow from the visible members
+        for key, teams in self.contributions.items():
+            for team, members in teams.items():
+                if player not in members:
+                    continue
+                sums = self.team_sums.setdefault(key, {})
+                if hidden and not self._visible_members(key, team):
+                    sums.pop(team, None)
+                elif hidden:
+                    sums[team] = sums[team] + -members[player]
+                elif team in sums:
+                    sums[team] = sums[team] + members[player]
+                else:
+                    sums[team] = members[player]
+
+    def teams_ranked(self, period: str, region: str | None) -> list[tuple[str, float]]:
+        key = (period, region)
+        if self.cfg.teams == "sum":
+            scores = dict(self.team_sums.get(key, {}))
+        else:
+            pick = max if self.cfg.sort == "desc" else min
+            scores = {
+                team: pick(members[p] for p in self._visible_members(key, team))
+                for team, members in self.contributions.get(key, {}).items()
+                if self._visible_members(key, team)
+            }
+        return self._plain(scores)
+
+    def members_ranked(
+        self, period: str, region: str | None, team: str, viewer: str | None = None
+    ) -> list[tuple[str, float]]:
+        members = self.contributions.get((period, region), {}).get(team, {})
+        return self._plain(
+            {p: c for p, c in members.items() if p not in self.hidden or p == viewer}
+        )
+
+    def _plain(self, scores: dict[str, float]) -> list[tuple[str, float]]:
+        """By score, equal scores by id in the direction of the sort (as Redis orders them)."""
+        return sorted(
+            scores.items(), key=lambda item: (item[1], item[0]), reverse=self.cfg.sort == "desc"
+        )
+
+    def plain_rank(self, rows: list[tuple[str, float]], index: int) -> int:
+        """Shared ranks: 1 + the strictly better scores."""
+        mine = rows[index][1]
+        desc = self.cfg.sort == "desc"
+        return 1 + sum(1 for _, score in rows if (score > mine if desc else score < mine))
 
     def present_anywhere(self, player: str) -> bool:
         return any(player in rows for rows in self.keys.values())
@@ -184,10 +293,14 @@ class ModelBoard:
         }
         if self.cfg.tiebreakers:
             entry["tiebreakers"] = self._tb_json(row.tb)
+        if row.player in self.hidden:  # only ever the viewer's own entry
+            entry["hidden"] = True
         return entry
 
-    def page(self, period: str, region: str | None, offset: int, limit: int) -> tuple[int, list]:
-        rows = self.ordered(period, region)
+    def page(
+        self, period: str, region: str | None, offset: int, limit: int, viewer: str | None = None
+    ) -> tuple[int, list]:
+        rows = self.ordered(period, region, viewer)
         return len(rows), [
             self.entry(rows, i) for i in range(offset, min(len(rows), offset + limit))
         ]
@@ -199,38 +312,44 @@ class ModelBoard:
         return max(start, 0)
 
     def around_rank(
-        self, period: str, region: str | None, rank: int, limit: int
+        self, period: str, region: str | None, rank: int, limit: int, viewer: str | None = None
     ) -> tuple[int, list]:
-        rows = self.ordered(period, region)
+        rows = self.ordered(period, region, viewer)
         start = self._centre(rank - 1, limit, len(rows))
-        return self.page(period, region, start, limit)
+        return self.page(period, region, start, limit, viewer)
 
-    def player(self, period: str, region: str | None, player: str) -> dict[str, Any] | None:
-        rows = self.ordered(period, region)
+    def player(
+        self, period: str, region: str | None, player: str, viewer: str | None = None
+    ) -> dict[str, Any] | None:
+        rows = self.ordered(period, region, viewer)
         for i, row in enumerate(rows):
             if row.player == player:
                 return self.entry(rows, i) | {"total": len(rows)}
         return None
 
     def around(
-        self, period: str, region: str | None, player: str, count: int
+        self, period: str, region: str | None, player: str, count: int, viewer: str | None = None
     ) -> tuple[int, list] | None:
-        rows = self.ordered(period, region)
+        rows = self.ordered(period, region, viewer)
         for i, row in enumerate(rows):
             if row.player == player:
-                return self.page(period, region, self._centre(i, count, len(rows)), count)
+                return self.page(period, region, self._centre(i, count, len(rows)), count, viewer)
         return None
 
     # --- player-centred reads -------------------------------------------------------------
-    def players(self, period: str, region: str | None, ids: list[str]) -> tuple[int, list, list]:
+    def players(
+        self, period: str, region: str | None, ids: list[str], viewer: str | None = None
+    ) -> tuple[int, list, list]:
         """(total, entries of the ids with an entry in board order, the other ids in order)."""
-        rows = self.ordered(period, region)
+        rows = self.ordered(period, region, viewer)
         wanted = list(dict.fromkeys(ids))
         entries = [self.entry(rows, i) for i, r in enumerate(rows) if r.player in wanted]
         found = {e["player_id"] for e in entries}
         return len(rows), entries, [p for p in wanted if p not in found]
 
-    def standings(self, player: str, now: datetime, region: str | None) -> list[tuple]:
+    def standings(
+        self, player: str, now: datetime, region: str | None, viewer: str | None = None
+    ) -> list[tuple]:
         """(period, kind, region, rank, score, total) on every current period the board keeps:
         global first, then `region`, or every region of the board."""
         periods = current_periods(now)
@@ -240,7 +359,7 @@ class ModelBoard:
             for kind in ("all-time", "daily", "weekly", "monthly"):
                 if kind not in self.cfg.periods:
                     continue
-                found = self.player(periods[kind].id, where, player)
+                found = self.player(periods[kind].id, where, player, viewer)
                 if found is not None:
                     out.append(
                         (
@@ -252,5 +371,6 @@ class ModelBoard:
                             found["total"],
                         )
                         + ((found["tiebreakers"],) if "tiebreakers" in found else ())
+                        + ((True,) if found.get("hidden") else ())
                     )
         return out

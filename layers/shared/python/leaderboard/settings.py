@@ -152,6 +152,55 @@ class LiveSettings:
         )
 
 
+_LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}
+
+
+@dataclass(frozen=True, slots=True)
+class TokenSettings:
+    """How a function verifies a bearer token itself, on routes API Gateway does not authorize
+    (the reads: an authorizer cannot be optional on an HTTP API route).
+
+    One algorithm per deployment, so a token can never choose how it is checked: with
+    JWT_SECRET (the local stack) HS256 with that secret only; without it (AWS) RS256 only,
+    with the keys the issuer publishes at JWT_JWKS_URL (default
+    `<JWT_ISSUER>/.well-known/jwks.json`, where Cognito publishes them). JWT_AUDIENCE is a
+    comma-separated list, as the template's JwtAudience parameter."""
+
+    issuer: str
+    audiences: frozenset[str]
+    secret: str | None = None
+    jwks_url: str | None = None
+    jwks_timeout_seconds: float = 2.0
+
+    @property
+    def algorithm(self) -> str:
+        return "HS256" if self.secret else "RS256"
+
+    @classmethod
+    def from_env(cls) -> TokenSettings:
+        issuer = os.environ.get("JWT_ISSUER", "").strip()
+        if not issuer:
+            raise ConfigurationError("JWT_ISSUER is required")
+        audiences = frozenset(
+            a.strip() for a in os.environ.get("JWT_AUDIENCE", "").split(",") if a.strip()
+        )
+        if not audiences:
+            raise ConfigurationError("JWT_AUDIENCE is required (comma-separated audiences)")
+        secret = os.environ.get("JWT_SECRET", "")
+        if secret:
+            return cls(issuer=issuer, audiences=audiences, secret=secret)
+        url = os.environ.get("JWT_JWKS_URL", "").strip()
+        url = url or f"{issuer.rstrip('/')}/.well-known/jwks.json"
+        parts = urlsplit(url)
+        # Plain http only on this machine (tests): anywhere else the keys could be swapped.
+        local = parts.scheme == "http" and parts.hostname in _LOOPBACK_HOSTS
+        if not parts.hostname or not (parts.scheme == "https" or local):
+            raise ConfigurationError(
+                f"JWT_JWKS_URL must be an https URL (it defaults to JWT_ISSUER's), not {url!r}"
+            )
+        return cls(issuer=issuer, audiences=audiences, jwks_url=url)
+
+
 _CALLABLE_RE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*", re.ASCII)
 
 

@@ -9,11 +9,13 @@ from typing import Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 
+from leaderboard.api.bearer import TokenVerifier, bearer_token
 from leaderboard.api.observability import logger, metrics
 from leaderboard.domain.auth import Caller, caller_from_claims
 from leaderboard.domain.errors import (
     BadRequest,
     DomainError,
+    InvalidToken,
     PayloadTooLarge,
     RateLimited,
     Unavailable,
@@ -25,6 +27,9 @@ from leaderboard.domain.validation import (
     require_board_id,
     require_player_id,
 )
+from leaderboard.settings import TokenSettings
+
+_tokens: TokenVerifier | None = None
 
 
 def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
@@ -45,6 +50,8 @@ def create_app() -> APIGatewayHttpResolver:
         headers = {}
         if isinstance(exc, (RateLimited, Unavailable)):
             headers["Retry-After"] = str(exc.retry_after)
+        if exc.status == 401:
+            headers["WWW-Authenticate"] = "Bearer"  # as the authorizer's own 401 says
         if exc.status >= 500:
             logger.warning(
                 "store unavailable", extra={"error": exc.message, "cause": repr(exc.__cause__)}
@@ -75,11 +82,47 @@ def create_app() -> APIGatewayHttpResolver:
     return app
 
 
+def _authorizer_jwt(app: APIGatewayHttpResolver) -> dict[str, Any]:
+    """What API Gateway's JWT authorizer put in the request context (nothing on open routes)."""
+    authorizer = (app.current_event.raw_event.get("requestContext") or {}).get("authorizer")
+    jwt: dict[str, Any] = (authorizer or {}).get("jwt") or {}
+    return jwt
+
+
 def caller(app: APIGatewayHttpResolver) -> Caller:
     """The verified caller, from where API Gateway's JWT authorizer puts the claims."""
-    authorizer = (app.current_event.raw_event.get("requestContext") or {}).get("authorizer")
-    jwt = (authorizer or {}).get("jwt") or {}
+    jwt = _authorizer_jwt(app)
     return caller_from_claims(jwt.get("claims"), jwt.get("scopes"))
+
+
+def use_token_settings(settings: TokenSettings) -> TokenVerifier:
+    """Verify tokens on open routes by `settings` from now on. A function calls it at cold
+    start, so a wrong setting stops the start rather than the first request with a token."""
+    global _tokens
+    _tokens = TokenVerifier(settings)
+    return _tokens
+
+
+def optional_caller(app: APIGatewayHttpResolver) -> Caller | None:
+    """Who sends this request on a route that needs no token: None without an Authorization
+    header; the authorizer's claims if a route has one; else the header's bearer token,
+    verified here as the authorizer would (InvalidToken, 401, when it is not a valid one;
+    Unavailable, 503, when the issuer's keys cannot be fetched)."""
+    jwt = _authorizer_jwt(app)
+    if jwt.get("claims"):
+        return caller_from_claims(jwt["claims"], jwt.get("scopes"))
+    value = header(app, "authorization")
+    if value is None:
+        return None
+    verifier = _tokens or use_token_settings(TokenSettings.from_env())
+    token = bearer_token(value)
+    try:
+        if token is None:
+            raise InvalidToken("the Authorization header is not `Bearer <JWT>`")
+        return verifier.caller(token)
+    except InvalidToken as refused:
+        logger.info("bearer token refused", extra={"reason": refused.reason})
+        raise
 
 
 def query(app: APIGatewayHttpResolver) -> dict[str, str | None]:

@@ -21,11 +21,14 @@ from leaderboard.domain.validation import (
 SORTS = ("desc", "asc")
 MODES = ("increment", "best", "set")
 TIES = ("shared", "first")
+# Team rankings beside the players': a team's score is the sum of what its members' submissions
+# added to their entries, or the best of their entries (docs/API.md, "Team boards").
+TEAM_AGGREGATES = ("sum", "best")
 MAX_REGIONS = 32
 MAX_ENTRIES_LIMIT = 10_000_000
 MAX_RATE_PER_MINUTE = 100_000
 # Once a board has entries these would silently change the meaning of stored scores.
-IMMUTABLE_WITH_ENTRIES = ("sort", "mode", "ties", "periods", "shards", "tiebreakers")
+IMMUTABLE_WITH_ENTRIES = ("sort", "mode", "ties", "periods", "shards", "tiebreakers", "teams")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +52,8 @@ class BoardConfig:
     tiebreakers: tuple[TieBreaker, ...] = ()
     # Called before each submission is applied (leaderboard/domain/hooks.py); None: no hook.
     validation_hook: HookConfig | None = None
+    # Team rankings: "sum" or "best" (TEAM_AGGREGATES); None: the board ranks players only.
+    teams: str | None = None
     created_at: str = ""
     updated_at: str = ""
     version: int = 1
@@ -81,6 +86,8 @@ class BoardConfig:
         if self.validation_hook is not None:
             # The write path learns of the hook from the rules it caches (the scripts skip it).
             cfg["hook"] = self.validation_hook.to_json()
+        if self.teams is not None:
+            cfg["teams"] = self.teams
         optional = {
             "regions": list(self.regions) if self.regions else None,
             "max_entries": self.max_entries,
@@ -112,6 +119,7 @@ class BoardConfig:
             shards=int(data.get("shards", 1)),
             tiebreakers=parse_columns(data.get("tiebreakers")),
             validation_hook=HookConfig.from_json(data.get("validation_hook")),
+            teams=data.get("teams"),
             created_at=data.get("created_at", ""),
             updated_at=data.get("updated_at", ""),
             version=int(data.get("version", 1)),
@@ -134,6 +142,7 @@ _FIELDS = (
     "shards",
     "tiebreakers",
     "validation_hook",
+    "teams",
 )
 
 
@@ -208,6 +217,8 @@ def _parse_field(name: str, value: Any, hook_targets: Collection[str]) -> Any:
         return parse_columns(value)
     if name == "validation_hook":
         return parse_hook_field(value, hook_targets)
+    if name == "teams":
+        return None if value is None else _choice(value, name, TEAM_AGGREGATES)
     raise AssertionError(name)  # pragma: no cover
 
 
@@ -253,6 +264,12 @@ def parse_board_request(
         raise BadRequest(
             "max_entries cannot be exact on a sharded board: use shards 1, or no max_entries",
             field="max_entries",
+        )
+    if board.shards > 1 and board.teams is not None:
+        # A team's members are spread over every shard by a hash of their ids, and one
+        # submission's script reaches one shard: a team total could not change with it.
+        raise BadRequest(
+            "teams cannot be exact on a sharded board: use shards 1, or no teams", field="teams"
         )
     if existing is not None and has_entries:
         changed = [f for f in IMMUTABLE_WITH_ENTRIES if getattr(existing, f) != getattr(board, f)]

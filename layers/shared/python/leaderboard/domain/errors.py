@@ -42,6 +42,18 @@ class Unauthorized(DomainError):
     code = "unauthorized"
 
 
+class InvalidToken(Unauthorized):
+    """A bearer token that is malformed, forged, expired or not for this API. Answered as API
+    Gateway's JWT authorizer answers one, without the reason (kept in `reason` for the log)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__("Unauthorized")
+        self.reason = reason
+
+    def body(self) -> dict[str, Any]:
+        return {"message": "Unauthorized"}
+
+
 class Forbidden(DomainError):
     status = 403
     code = "forbidden"

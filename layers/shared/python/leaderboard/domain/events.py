@@ -52,6 +52,8 @@ class Standing:
     # Tie-breaker boards: the kept entry's tie key (as stored) and its columns' values.
     tie_key: str | None = None
     tiebreakers: dict[str, int] | None = None
+    # Team boards: the player's contribution to the submission's team after it (None: none)
+    team_contribution: int | float | None = None
 
     @property
     def present(self) -> bool:
@@ -99,6 +101,8 @@ class ScoreEvent:
     # The board's validation hook on it: accept, flag or failed_open (None: the board has none)
     hook_verdict: str | None = None
     hook_reason: str | None = None
+    # Team boards: the team the submission's contribution went to (None: none)
+    team_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = {
@@ -122,6 +126,8 @@ class ScoreEvent:
         if self.hook_verdict is not None:  # boards without a hook send what they always sent
             data["hook_verdict"] = self.hook_verdict
             data["hook_reason"] = self.hook_reason
+        if self.team_id is not None:
+            data["team_id"] = self.team_id
         return data
 
     def to_message(self) -> str:
@@ -141,4 +147,6 @@ def _score_json(standing: Standing) -> dict[str, Any]:
     if standing.tie_key is not None:
         body["tiebreakers"] = standing.tiebreakers
         body["tie_key"] = standing.tie_key
+    if standing.team_contribution is not None:
+        body["team_contribution"] = standing.team_contribution
     return body

@@ -12,6 +12,7 @@ already in key order, and never unpacks event JSON. The rules match the Redis sc
   change's arrival, kept beside it: shards have no common version).
 - Per (board, player) the newest metadata wins; at the same version an eviction that left the
   player on no board ("gone") clears it.
+- Team boards: per (board, period, region, team, player) the newest contribution wins.
 
 Versions order the rows across batches too: the database keeps whichever version is newer, so
 batches may arrive in any order and any number of times.
@@ -29,6 +30,8 @@ from typing import Any, Protocol
 StandingRow = tuple[str, str, str, str, float, int, int | None, bool, int | None, str | None]
 # board, player, metadata JSON (None: clear it), version
 MetadataRow = tuple[str, str, str | None, int]
+# board, period, region, team, player, contribution, version
+TeamRow = tuple[str, str, str, str, str, float, int]
 
 
 class StandingChange(Protocol):
@@ -44,6 +47,8 @@ class StandingChange(Protocol):
     def changed(self) -> bool: ...
     @property
     def tie_key(self) -> str | None: ...
+    @property
+    def team_contribution(self) -> int | float | None: ...
 
 
 class EvictionNotice(Protocol):
@@ -74,12 +79,15 @@ class FoldableEvent(Protocol):
     def evictions(self) -> Sequence[EvictionNotice]: ...
     @property
     def arrival(self) -> int | None: ...
+    @property
+    def team_id(self) -> str | None: ...
 
 
 @dataclass
 class FoldedBatch:
     standings: list[StandingRow] = field(default_factory=list)
     metadata: list[MetadataRow] = field(default_factory=list)
+    teams: list[TeamRow] = field(default_factory=list)
 
 
 def fold_events(events: Iterable[FoldableEvent]) -> FoldedBatch:
@@ -95,12 +103,19 @@ def fold_events(events: Iterable[FoldableEvent]) -> FoldedBatch:
     boards: dict[tuple[str, str, str], dict[str, list[Any]]] = {}
     # (board, player) -> (version, gone, metadata JSON)
     meta: dict[tuple[str, str], tuple[int, bool, str | None]] = {}
+    # (board, period, region, team, player) -> (version, contribution)
+    teams: dict[tuple[str, str, str, str, str], tuple[int, float]] = {}
     for event in events:
         board, player, version = event.board_id, event.player_id, event.version
         arrival = event.arrival  # sharded ties=first boards: what orders the ties
+        team = event.team_id
         for standing in event.standings:
             if not standing.changed:
                 continue
+            if team is not None and standing.team_contribution is not None:
+                at = (board, standing.period, standing.region or "", team, player)
+                if at not in teams or version > teams[at][0]:
+                    teams[at] = (version, float(standing.team_contribution))
             group = boards.setdefault((board, standing.period, standing.region or ""), {})
             old = group.get(player)
             if old is None:
@@ -156,5 +171,8 @@ def fold_events(events: Iterable[FoldableEvent]) -> FoldedBatch:
         metadata=[
             (board, player, value, version)
             for (board, player), (version, _, value) in sorted(meta.items())
+        ],
+        teams=[
+            (*key, contribution, version) for key, (version, contribution) in sorted(teams.items())
         ],
     )

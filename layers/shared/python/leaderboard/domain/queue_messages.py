@@ -33,6 +33,7 @@ class ReceivedStanding(msgspec.Struct, frozen=True, gc=False):
     present: bool
     changed: bool
     tie_key: str | None = None  # tie-breaker boards only
+    team_contribution: int | float | None = None  # team boards only (of the event's team_id)
 
 
 class ReceivedEviction(msgspec.Struct, frozen=True, gc=False):
@@ -61,6 +62,7 @@ class ReceivedEvent(msgspec.Struct, frozen=True, gc=False):
     # The board's validation hook on it (leaderboard/domain/hooks.py); None: no hook.
     hook_verdict: Literal["accept", "flag", "failed_open"] | None = None
     hook_reason: str | None = None
+    team_id: str | None = None  # team boards: the team the contributions went to
 
     def to_message(self) -> str:
         return msgspec.json.encode(self).decode()

@@ -15,12 +15,13 @@ from leaderboard.domain.validation import (
     require_player_id,
     require_region,
     require_score,
+    require_team_id,
 )
 
 MAX_METADATA_KEYS = 16
 MAX_METADATA_STRING = 256
 MAX_METADATA_KEY = 64
-_FIELDS = {"player_id", "score", "region", "metadata", "tiebreakers"}
+_FIELDS = {"player_id", "score", "region", "metadata", "tiebreakers", "team_id"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,12 +31,16 @@ class Submission:
     region: str | None
     metadata: dict[str, str | int | float | bool] | None
     tiebreakers: dict[str, int] | None = None
+    # the team the submission's contribution goes to (team boards only)
+    team_id: str | None = None
 
     def fingerprint(self) -> str:
         """Identifies the request body for idempotency: same key + other body is a conflict."""
         body: list[Any] = [self.player_id, self.score, self.region, self.metadata]
         if self.tiebreakers is not None:  # left out otherwise: older records' keys still match
             body.append(self.tiebreakers)
+        if self.team_id is not None:
+            body.append({"team_id": self.team_id})
         canonical = json.dumps(
             body,
             sort_keys=True,
@@ -86,12 +91,14 @@ def parse_submission(body: dict[str, Any], caller: Caller) -> Submission:
         requested = require_player_id(requested)
     player_id = require_player_id(submission_player(caller, requested))
     region = body.get("region")
+    team = body.get("team_id")
     return Submission(
         player_id=player_id,
         score=require_score(body["score"], "score"),
         region=None if region is None else require_region(region),
         metadata=_metadata(body.get("metadata")),
         tiebreakers=parse_values(body.get("tiebreakers")),
+        team_id=None if team is None else require_team_id(team),
     )
 
 

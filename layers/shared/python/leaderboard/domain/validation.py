@@ -160,6 +160,13 @@ def require_player_id(value: Any) -> str:
     return value
 
 
+def require_team_id(value: Any, field: str = "team_id") -> str:
+    """A team (clan, guild, country) id: the same characters as a player id."""
+    if not isinstance(value, str) or not PLAYER_ID_RE.fullmatch(value):
+        raise BadRequest(f"{field} must match ^[A-Za-z0-9_.:@-]{{1,64}}$", field=field)
+    return value
+
+
 MAX_PLAYER_IDS = 100
 
 

@@ -1,4 +1,4 @@
-"""Administering boards: create/update rules, remove a player."""
+"""Administering boards: create/update rules, remove a player, hide a player (a shadow ban)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Any
 
 from leaderboard.domain.auth import Caller, require_admin
 from leaderboard.domain.boards import parse_board_request
-from leaderboard.domain.clock import Clock, iso, system_clock
-from leaderboard.domain.errors import BadRequest, NotFound
+from leaderboard.domain.clock import Clock, iso, system_clock, to_ms
+from leaderboard.domain.errors import BadRequest, BoardMissing, NotFound
+from leaderboard.domain.events import new_event_id
 from leaderboard.domain.validation import (
     known_params,
     query_int,
@@ -17,6 +18,7 @@ from leaderboard.domain.validation import (
     require_player_id,
 )
 from leaderboard.services.rebuild import Rebuilder
+from leaderboard.stores.hidden_players import HiddenPlayers
 from leaderboard.stores.postgres import BoardRepository, Database
 from leaderboard.stores.redis_index import RedisIndex
 from leaderboard.stores.standings import StandingsStore
@@ -80,6 +82,72 @@ class BoardAdminService:
         _, version = self.index.delete_player(board_id, player_id)
         StandingsStore(self.db).delete_player(board_id, player_id, version)
 
+    def hide_player(
+        self, board_id: str, player_id: str, body: dict[str, Any], caller: Caller
+    ) -> tuple[dict[str, Any], bool]:
+        """Hide a player on a board: everyone else's reads leave them out from now on; they
+        keep submitting and see their own entry. The record first (a rebuild hides them
+        again), then the serving index. (body, whether they were not hidden before)."""
+        require_admin(caller)
+        board_id, player_id = self._known_board(board_id), require_player_id(player_id)
+        known_params(body, {"reason"})
+        reason = body.get("reason")
+        if reason is not None and (not isinstance(reason, str) or len(reason) > MAX_REASON):
+            raise BadRequest(
+                f"reason must be a string of at most {MAX_REASON} characters", field="reason"
+            )
+        record, created = HiddenPlayers(self.db).hide(board_id, player_id, reason, self.clock())
+        moved = self._set_hidden(board_id, player_id, True)
+        return {"board_id": board_id, "hidden": True} | record.to_json(), created or moved
+
+    def unhide_player(self, board_id: str, player_id: str, caller: Caller) -> None:
+        """Show a hidden player again (404 if the board does not hide them)."""
+        require_admin(caller)
+        board_id, player_id = self._known_board(board_id), require_player_id(player_id)
+        recorded = HiddenPlayers(self.db).unhide(board_id, player_id)
+        # The index too, even if the record had forgotten it: a retry after a failure there.
+        if not self._set_hidden(board_id, player_id, False) and not recorded:
+            raise NotFound(
+                f"player {player_id!r} is not hidden on {board_id!r}", player_id=player_id
+            )
+
+    def hidden_players(
+        self, board_id: str, query: Mapping[str, str | None], caller: Caller
+    ) -> dict[str, Any]:
+        """The players a board hides, by player id, `limit` a page after `after`."""
+        require_admin(caller)
+        known_params(query, _HIDDEN_PARAMS)
+        board_id = self._known_board(board_id)
+        limit = query_int(query.get("limit"), "limit", default=100, minimum=1, maximum=1000)
+        after = query.get("after")
+        if after is not None:
+            after = require_player_id(after)
+        rows = HiddenPlayers(self.db).page(board_id, after, limit + 1)
+        page = rows[:limit]
+        return {
+            "board_id": board_id,
+            "players": [row.to_json() for row in page],
+            "next": page[-1].player_id if len(rows) > limit else None,
+        }
+
+    def _known_board(self, board_id: str) -> str:
+        board_id = require_board_id(board_id)
+        if self.boards.get(board_id) is None:
+            raise NotFound(f"board {board_id!r} does not exist", board_id=board_id)
+        return board_id
+
+    def _set_hidden(self, board_id: str, player_id: str, hidden: bool) -> bool:
+        """Move the player's entries in the serving index; whether that changed anything. A
+        board whose serving data was lost gets the hiding from the record when rebuilt."""
+        now_ms = to_ms(self.clock())
+        try:
+            changed, _ = self.index.set_hidden(
+                board_id, player_id, hidden, event_id=new_event_id(now_ms), now_ms=now_ms
+            )
+        except BoardMissing:
+            return False
+        return changed
+
     def flags(
         self, board_id: str, query: Mapping[str, str | None], caller: Caller
     ) -> dict[str, Any]:
@@ -123,4 +191,6 @@ class BoardAdminService:
 
 
 _FLAGS_PARAMS = {"verdict", "player_id", "limit", "before"}
+_HIDDEN_PARAMS = {"after", "limit"}
+MAX_REASON = 500
 _EVENT_ID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")

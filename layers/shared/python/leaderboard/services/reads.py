@@ -5,14 +5,18 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from leaderboard.domain.auth import Caller
 from leaderboard.domain.clock import Clock, system_clock
 from leaderboard.domain.errors import (
     ArchivedPeriod,
     BadRequest,
     BoardMissing,
+    Forbidden,
     NotFound,
+    Unauthorized,
     Unavailable,
 )
 from leaderboard.domain.periods import (
@@ -27,14 +31,16 @@ from leaderboard.domain.periods import (
     resolve_period,
 )
 from leaderboard.domain.validation import (
+    PLAYER_ID_RE,
     known_params,
     query_int,
     require_board_id,
     require_player_id,
     require_player_ids,
     require_region,
+    require_team_id,
 )
-from leaderboard.stores.redis_index import PeriodStanding, RedisIndex, Selection, Window
+from leaderboard.stores.redis_index import Entry, PeriodStanding, RedisIndex, Selection, Window
 
 if TYPE_CHECKING:
     from leaderboard.stores.archive import ArchivedResult
@@ -42,12 +48,13 @@ if TYPE_CHECKING:
 MAX_WINDOW = 100
 MAX_OFFSET = 999_999_999
 Query = Mapping[str, str | None]
-_ENTRIES_PARAMS = {"period", "region", "offset", "limit", "around_rank"}
-_PLAYER_PARAMS = {"period", "region"}
-_AROUND_PARAMS = {"period", "region", "count"}
-_PLAYERS_PARAMS = {"ids", "period", "region"}
-_STANDINGS_PARAMS = {"region"}
-_HISTORY_PARAMS = {"kind", "region", "limit", "before"}
+# by=team: a team board's teams; team=<id>: that team's members (docs/API.md, "Team boards")
+_ENTRIES_PARAMS = {"period", "region", "offset", "limit", "around_rank", "viewer", "by", "team"}
+_PLAYER_PARAMS = {"period", "region", "viewer", "by", "team"}
+_AROUND_PARAMS = {"period", "region", "count", "viewer", "by", "team"}
+_PLAYERS_PARAMS = {"ids", "period", "region", "viewer", "by", "team"}
+_STANDINGS_PARAMS = {"region", "viewer"}
+_HISTORY_PARAMS = {"kind", "region", "limit", "before", "viewer", "by"}
 ARCHIVED_KINDS = (DAILY, WEEKLY, MONTHLY)
 T = TypeVar("T")
 
@@ -65,10 +72,18 @@ class WindowSource(Protocol):
         size: int,
         offset_or_rank: int = 0,
         player_id: str = "",
+        viewer: str = "",
+        ranks: str = "",
     ) -> Window: ...
 
     def players(
-        self, board_id: str, period: Period, region: str | None, player_ids: list[str]
+        self,
+        board_id: str,
+        period: Period,
+        region: str | None,
+        player_ids: list[str],
+        viewer: str = "",
+        ranks: str = "",
     ) -> Selection: ...
 
 
@@ -80,7 +95,12 @@ class ReadModel(WindowSource, Protocol):
     def get_board(self, board_id: str) -> dict[str, Any] | None: ...
 
     def standings(
-        self, board_id: str, player_id: str, periods: list[Period], region: str | None
+        self,
+        board_id: str,
+        player_id: str,
+        periods: list[Period],
+        region: str | None,
+        viewer: str = "",
     ) -> list[PeriodStanding]: ...
 
 
@@ -91,6 +111,17 @@ class History(Protocol):
         self,
         board_id: str,
         player_id: str,
+        kind: str,
+        region: str | None,
+        before: str | None,
+        limit: int,
+        viewer: str = "",
+    ) -> list[ArchivedResult]: ...
+
+    def team_history(
+        self,
+        board_id: str,
+        team_id: str,
         kind: str,
         region: str | None,
         before: str | None,
@@ -138,6 +169,8 @@ class ReadService:
         size: int,
         offset_or_rank: int,
         player_id: str,
+        viewer: str,
+        ranks: str,
     ) -> Window:
         return self._archive_model().window(
             board_id,
@@ -147,6 +180,8 @@ class ReadService:
             size=size,
             offset_or_rank=offset_or_rank,
             player_id=player_id,
+            viewer=viewer,
+            ranks=ranks,
         )
 
     def _archive_model(self) -> ArchiveSource:
@@ -201,8 +236,64 @@ class ReadService:
                 kwargs["size"],
                 kwargs.get("offset_or_rank", 0),
                 kwargs.get("player_id", ""),
+                kwargs.get("viewer", ""),
+                kwargs.get("ranks", ""),
             ),
         )
+
+    @staticmethod
+    def _reader(caller: Caller | None, query: Query, path_player: str = "") -> Reader:
+        """Who reads, and what: players (the default), a team board's teams (`by=team`) or
+        one team's members (`team=<id>`)."""
+        by, team = query.get("by"), query.get("team")
+        if by not in (None, "player", "team"):
+            raise BadRequest("by must be player or team", field="by")
+        ranks = ""
+        if by == "team":
+            if team is not None:
+                raise BadRequest("use by=team or team=<id>, not both", field="team")
+            ranks, path_player = "teams", ""  # the path names a team, never the reader
+        elif team is not None:
+            ranks = "members:" + require_team_id(team, "team")
+        who = ReadService._who(caller, query, path_player)
+        return Reader(who.player, who.privileged, ranks)
+
+    @staticmethod
+    def _who(caller: Caller | None, query: Query, path_player: str = "") -> Reader:
+        """Who the read is for. A hidden player sees the board with their own entry in it;
+        everyone else sees it without them. A player's token reads as that player; a server or
+        admin token reads as the `viewer` it names (a game server reading for a player), else
+        as the player the route names, and is told which entry is hidden."""
+        privileged = caller is not None and caller.is_server
+        raw = query.get("viewer")
+        if raw is not None:
+            if caller is None:
+                raise Unauthorized("viewer needs a bearer token", field="viewer")
+            viewer = raw
+            if not PLAYER_ID_RE.fullmatch(viewer):
+                raise BadRequest("viewer must match ^[A-Za-z0-9_.:@-]{1,64}$", field="viewer")
+            if not privileged and viewer != caller.subject:
+                raise Forbidden("a player token may only read as its own player", field="viewer")
+            return Reader(viewer, privileged)
+        if caller is None:
+            return Reader("", False)
+        return Reader(path_player if privileged else caller.subject, privileged)
+
+    def _envelope_of(
+        self,
+        reader: Reader,
+        board_id: str,
+        period: Period,
+        region: str | None,
+        total: int,
+        degraded: bool,
+    ) -> dict[str, Any]:
+        body = self._envelope(board_id, period, region, total, degraded)
+        if reader.ranks == "teams":
+            body["by"] = "team"
+        elif reader.ranks:
+            body["team_id"] = reader.ranks[8:]
+        return body
 
     def _scope(self, board_id: str, query: Query) -> tuple[str, Period, str | None]:
         board_id = require_board_id(board_id)
@@ -230,9 +321,13 @@ class ReadService:
             body["degraded"] = True  # served from the system of record during an outage
         return body
 
-    def entries(self, board_id: str, query: Query) -> dict[str, Any]:
+    def entries(
+        self, board_id: str, query: Query, *, caller: Caller | None = None
+    ) -> dict[str, Any]:
+        """A page, or a window around a rank. `caller` is who reads (anonymous: None)."""
         known_params(query, _ENTRIES_PARAMS)
         board_id, period, region = self._scope(board_id, query)
+        reader = self._reader(caller, query)
         limit = query_int(query.get("limit"), "limit", default=10, minimum=1, maximum=MAX_WINDOW)
         if query.get("around_rank") is not None:
             if query.get("offset") is not None:
@@ -241,30 +336,63 @@ class ReadService:
                 query.get("around_rank"), "around_rank", default=1, minimum=1, maximum=MAX_OFFSET
             )
             window, degraded = self._window(
-                board_id, period, region, op="around_rank", size=limit, offset_or_rank=rank
+                board_id,
+                period,
+                region,
+                op="around_rank",
+                size=limit,
+                offset_or_rank=rank,
+                viewer=reader.player,
+                ranks=reader.ranks,
             )
         else:
             offset = query_int(
                 query.get("offset"), "offset", default=0, minimum=0, maximum=MAX_OFFSET
             )
             window, degraded = self._window(
-                board_id, period, region, op="page", size=limit, offset_or_rank=offset
+                board_id,
+                period,
+                region,
+                op="page",
+                size=limit,
+                offset_or_rank=offset,
+                viewer=reader.player,
+                ranks=reader.ranks,
             )
         self._require_data(period, window)
-        return self._envelope(board_id, period, region, window.total, degraded) | {
-            "entries": [e.to_json() for e in window.entries]
+        return self._envelope_of(reader, board_id, period, region, window.total, degraded) | {
+            "entries": [reader.entry(e) for e in window.entries]
         }
 
-    def player(self, board_id: str, player_id: str, query: Query) -> dict[str, Any]:
+    def player(
+        self, board_id: str, player_id: str, query: Query, *, caller: Caller | None = None
+    ) -> dict[str, Any]:
+        """One player's rank and score. `caller` is who reads (anonymous: None)."""
         known_params(query, _PLAYER_PARAMS)
         board_id, period, region = self._scope(board_id, query)
         player_id = require_player_id(player_id)
+        reader = self._reader(caller, query, player_id)
         window, degraded = self._window(
-            board_id, period, region, op="player", size=1, player_id=player_id
+            board_id,
+            period,
+            region,
+            op="player",
+            size=1,
+            player_id=player_id,
+            viewer=reader.player,
+            ranks=reader.ranks,
         )
         entry = window.entries[0]
+        envelope = self._envelope_of(reader, board_id, period, region, window.total, degraded)
+        if reader.ranks == "teams":
+            return envelope | {
+                "team_id": entry.player_id,
+                "rank": entry.rank,
+                "score": entry.score,
+                "top_percent": top_percent(entry.rank, window.total),
+            }
         return (
-            self._envelope(board_id, period, region, window.total, degraded)
+            envelope
             | {
                 "player_id": entry.player_id,
                 "rank": entry.rank,
@@ -273,54 +401,82 @@ class ReadService:
                 "metadata": entry.metadata,
             }
             | ({"tiebreakers": entry.tiebreakers} if entry.tiebreakers is not None else {})
+            | reader.flag(entry.hidden)
         )
 
-    def around(self, board_id: str, player_id: str, query: Query) -> dict[str, Any]:
+    def around(
+        self, board_id: str, player_id: str, query: Query, *, caller: Caller | None = None
+    ) -> dict[str, Any]:
+        """The window around a player. `caller` is who reads (anonymous: None)."""
         known_params(query, _AROUND_PARAMS)
         board_id, period, region = self._scope(board_id, query)
         player_id = require_player_id(player_id)
+        reader = self._reader(caller, query, player_id)
         count = query_int(query.get("count"), "count", default=10, minimum=1, maximum=MAX_WINDOW)
         window, degraded = self._window(
-            board_id, period, region, op="around", size=count, player_id=player_id
+            board_id,
+            period,
+            region,
+            op="around",
+            size=count,
+            player_id=player_id,
+            viewer=reader.player,
+            ranks=reader.ranks,
         )
         assert window.player_position is not None
         me = window.entries[window.player_position - window.start]
-        return self._envelope(board_id, period, region, window.total, degraded) | {
-            "player": me.to_json(),
-            "entries": [e.to_json() for e in window.entries],
+        envelope = self._envelope_of(reader, board_id, period, region, window.total, degraded)
+        return envelope | {
+            "team" if reader.ranks == "teams" else "player": reader.entry(me),
+            "entries": [reader.entry(e) for e in window.entries],
         }
 
-    def players(self, board_id: str, query: Query) -> dict[str, Any]:
-        """Many players (friends, a party) on one board in one read, in board order."""
+    def players(
+        self, board_id: str, query: Query, *, caller: Caller | None = None
+    ) -> dict[str, Any]:
+        """Many players (friends, a party) on one board in one read, in board order.
+        `caller` is who reads (anonymous: None)."""
         known_params(query, _PLAYERS_PARAMS)
         board_id, period, region = self._scope(board_id, query)
         ids = require_player_ids(query.get("ids"))
+        viewer = self._reader(caller, query)
+        me, ranks = viewer.player, viewer.ranks
         chosen, degraded = self._served(
-            lambda index: index.players(board_id, period, region, ids),
-            lambda record: record.players(board_id, period, region, ids),
-            lambda: self._archive_model().players(board_id, period, region, ids),
+            lambda index: index.players(board_id, period, region, ids, viewer=me, ranks=ranks),
+            lambda record: record.players(board_id, period, region, ids, viewer=me, ranks=ranks),
+            lambda: self._archive_model().players(
+                board_id, period, region, ids, viewer=me, ranks=ranks
+            ),
         )
         if chosen.total == 0 and period.kind != ALL_TIME and not period.is_open_at(self.clock()):
             raise NotFound(f"no data for period {period.id}", period=period.id)
         found = {entry.player_id for entry in chosen.entries}
-        envelope = self._envelope(board_id, period, region, chosen.total, degraded)
+        envelope = self._envelope_of(viewer, board_id, period, region, chosen.total, degraded)
         return envelope | {
-            "entries": [e.to_json() for e in chosen.entries],
+            "entries": [viewer.entry(e) for e in chosen.entries],
             "missing": [player for player in ids if player not in found],
         }
 
-    def standings(self, board_id: str, player_id: str, query: Query) -> dict[str, Any]:
-        """One player on every current period the board keeps, and its regional boards."""
+    def standings(
+        self, board_id: str, player_id: str, query: Query, *, caller: Caller | None = None
+    ) -> dict[str, Any]:
+        """One player on every current period the board keeps, and its regional boards.
+        `caller` is who reads (anonymous: None)."""
         known_params(query, _STANDINGS_PARAMS)
         board_id = require_board_id(board_id)
         player_id = require_player_id(player_id)
+        reader = self._reader(caller, query, player_id)
         raw_region = query.get("region")
         region = None if raw_region in (None, "") else require_region(raw_region)
         now = self.clock()
         periods = [current_period(kind, now) for kind in PERIOD_KINDS]
         found, degraded = self._served(
-            lambda index: index.standings(board_id, player_id, periods, region),
-            lambda record: record.standings(board_id, player_id, periods, region),
+            lambda index: index.standings(
+                board_id, player_id, periods, region, viewer=reader.player
+            ),
+            lambda record: record.standings(
+                board_id, player_id, periods, region, viewer=reader.player
+            ),
         )
         if not found:
             raise NotFound(
@@ -342,6 +498,7 @@ class ReadService:
                     "top_percent": top_percent(s.rank, s.total),
                 }
                 | ({"tiebreakers": s.tiebreakers} if s.tiebreakers is not None else {})
+                | reader.flag(s.hidden)
                 for s in found
             ],
         }
@@ -349,12 +506,17 @@ class ReadService:
             body["degraded"] = True
         return body
 
-    def history(self, board_id: str, player_id: str, query: Query) -> dict[str, Any]:
+    def history(
+        self, board_id: str, player_id: str, query: Query, *, caller: Caller | None = None
+    ) -> dict[str, Any]:
         """A player's final standings in archived periods of one kind, newest first. Always
-        from the archive in PostgreSQL: past periods outlive their serving keys."""
+        from the archive in PostgreSQL: past periods outlive their serving keys.
+        `caller` is who reads (anonymous: None)."""
         known_params(query, _HISTORY_PARAMS)
         board_id = require_board_id(board_id)
         player_id = require_player_id(player_id)
+        reader = self._reader(caller, query, player_id)
+        teams = reader.ranks == "teams"  # by=team: a team's past results
         kind = query.get("kind")
         kind = WEEKLY if kind is None else kind
         if kind not in ARCHIVED_KINDS:
@@ -371,13 +533,19 @@ class ReadService:
         if self._archive_factory is None:
             raise Unavailable("no archive is configured", retry_after=60, store="postgres")
         archive = self._archive_model()
-        results = archive.history(board_id, player_id, kind, region, before, limit + 1)
+        if teams:
+            results = archive.team_history(board_id, player_id, kind, region, before, limit + 1)
+        else:
+            results = archive.history(
+                board_id, player_id, kind, region, before, limit + 1, viewer=reader.player
+            )
         if not results and not self._board_exists(board_id):
             raise NotFound(f"board {board_id!r} does not exist", board_id=board_id)
         page = results[:limit]
+        who = {"by": "team", "team_id": player_id} if teams else {"player_id": player_id}
         return {
             "board_id": board_id,
-            "player_id": player_id,
+            **who,
             "kind": kind,
             "region": region,
             "results": [
@@ -389,6 +557,7 @@ class ReadService:
                     "top_percent": top_percent(r.rank, r.total),
                 }
                 | ({"tiebreakers": r.tiebreakers} if r.tiebreakers is not None else {})
+                | reader.flag(r.hidden)
                 for r in page
             ],
             "next": page[-1].period if len(results) > limit else None,
@@ -400,8 +569,9 @@ class ReadService:
         except NotFound:
             return False
 
-    def periods(self, board_id: str) -> dict[str, Any]:
-        """Every period the board holds: open, closed (awaiting archive) or archived."""
+    def periods(self, board_id: str, *, caller: Caller | None = None) -> dict[str, Any]:
+        """Every period the board holds: open, closed (awaiting archive) or archived.
+        `caller` is who reads (anonymous: None)."""
         board_id = require_board_id(board_id)
         rules, sets, archived = self.index.period_sets(board_id)
         if rules is None:
@@ -433,7 +603,8 @@ class ReadService:
         listed.sort(key=lambda p: order[str(p["kind"])])  # stable: all-time, daily, weekly...
         return {"board_id": board_id, "periods": listed}
 
-    def list_boards(self) -> dict[str, Any]:
+    def list_boards(self, *, caller: Caller | None = None) -> dict[str, Any]:
+        """Every board. `caller` is who reads (anonymous: None)."""
         try:
             return {"boards": self.index.list_boards()}
         except Unavailable:
@@ -441,7 +612,8 @@ class ReadService:
                 raise
         return {"boards": self._degraded_model().list_boards(), "degraded": True}
 
-    def get_board(self, board_id: str) -> dict[str, Any]:
+    def get_board(self, board_id: str, *, caller: Caller | None = None) -> dict[str, Any]:
+        """One board's public rules. `caller` is who reads (anonymous: None)."""
         board_id = require_board_id(board_id)
         try:
             board = self.index.get_board(board_id)
@@ -454,6 +626,26 @@ class ReadService:
         if board is None:
             raise NotFound(f"board {board_id!r} does not exist", board_id=board_id)
         return board
+
+
+@dataclass(frozen=True, slots=True)
+class Reader:
+    """Who a read is for: `player` ("": nobody in particular) sees their own entry even when
+    the board hides them; a `privileged` reader (a server or admin token) is told so."""
+
+    player: str
+    privileged: bool
+    ranks: str = ""  # what is read: "" players, "teams", "members:<team>" (BoardKeys.ranked)
+
+    def flag(self, hidden: bool) -> dict[str, bool]:
+        """`hidden: true` on the reader's own hidden entry, for server and admin readers only:
+        a hidden player is never told."""
+        return {"hidden": True} if hidden and self.privileged else {}
+
+    def entry(self, entry: Entry) -> dict[str, Any]:
+        if self.ranks == "teams":  # a team: no metadata, no tie-breakers
+            return {"rank": entry.rank, "team_id": entry.player_id, "score": entry.score}
+        return entry.to_json() | self.flag(entry.hidden)
 
 
 def _is_period_of(value: str, kind: str) -> bool:

@@ -19,7 +19,9 @@ from typing import Any
 import psycopg
 
 from leaderboard.domain.boards import BoardConfig
+from leaderboard.domain.clock import to_ms
 from leaderboard.domain.errors import Conflict, NotFound
+from leaderboard.stores.hidden_players import HiddenPlayers
 from leaderboard.stores.postgres import BoardRepository, Database
 from leaderboard.stores.redis_index import RedisIndex
 
@@ -114,26 +116,36 @@ class Rebuilder:
         with self.db.transaction() as conn:
             cursor = conn.cursor(name=f"rebuild_{board_id.replace('-', '_')}")
             cursor.itersize = self.chunk_size
+            # hidden players' entries go to the sets' shadows (the hiding is in the record)
             cursor.execute(
-                "SELECT period, region, player_id, score,"
-                " COALESCE(reached_arrival, reached_version, version), tie_key"
-                " FROM standings WHERE board_id = %s AND present ORDER BY period, region",
+                "SELECT s.period, s.region, h.player_id IS NOT NULL, s.player_id, s.score,"
+                " COALESCE(s.reached_arrival, s.reached_version, s.version), s.tie_key"
+                " FROM standings s LEFT JOIN hidden_players h"
+                " ON h.board_id = s.board_id AND h.player_id = s.player_id"
+                " WHERE s.board_id = %s AND s.present ORDER BY 1, 2, 3",
                 (board_id,),
             )
-            current: tuple[str, str] | None = None
+            current: tuple[str, str, bool] | None = None
             chunk: list[tuple[str, float, int, str | None]] = []
-            for period, region, player, score, reached, tie_key in cursor:
-                if (period, region) != current or len(chunk) >= self.chunk_size:
+            for period, region, hidden, player, score, reached, tie_key in cursor:
+                if (period, region, hidden) != current or len(chunk) >= self.chunk_size:
                     if chunk and current is not None:
                         self._flush(board, current, chunk, report)
-                    if (period, region) != current:
+                    if current is None or (period, region) != current[:2]:
                         report.sorted_sets += 1
-                    current, chunk = (period, region), []
+                    current, chunk = (period, region, hidden), []
                 chunk.append((player, float(score), int(reached), tie_key))
             if chunk and current is not None:
                 self._flush(board, current, chunk, report)
             cursor.close()
             self._load_players(conn, board, report)
+            if board.teams is not None:
+                self._load_teams(conn, board)
+            hidden_at = HiddenPlayers(self.db).of_board(board_id)
+            if hidden_at:
+                self.index.load_hidden(
+                    board_id, {p: to_ms(at) for p, at in hidden_at.items()}, board.shards
+                )
             row = conn.execute(
                 "SELECT GREATEST((SELECT max(version) FROM score_events WHERE board_id = %(b)s),"
                 " (SELECT max(version) FROM standings WHERE board_id = %(b)s),"
@@ -147,12 +159,12 @@ class Rebuilder:
     def _flush(
         self,
         board: BoardConfig,
-        key: tuple[str, str],
+        key: tuple[str, str, bool],
         chunk: list[tuple[str, float, int, str | None]],
         report: RebuildReport,
     ) -> None:
-        period, region = key
-        self.index.load_entries(board, period, region or None, chunk)
+        period, region, hidden = key
+        self.index.load_entries(board, period, region or None, chunk, hidden=hidden)
         report.entries += len(chunk)
         log.info(
             "rebuild of %s: %d entries loaded (now in %s%s)",
@@ -161,6 +173,67 @@ class Rebuilder:
             period,
             f" {region}" if region else "",
         )
+
+    def _load_teams(self, conn: psycopg.Connection[Any], board: BoardConfig) -> None:
+        """Each team's members (hidden ones to the shadows) and the teams' scores: the sum of
+        the visible members' contributions (in player id order; the index kept running sums,
+        which may round fractional scores differently), or the best of them."""
+        board_id = board.board_id
+        cursor = conn.cursor(name=f"teams_{board_id.replace('-', '_')}")
+        cursor.itersize = self.chunk_size
+        cursor.execute(
+            "SELECT m.period, m.region, m.team_id, m.player_id, m.contribution,"
+            " h.player_id IS NOT NULL FROM team_members m LEFT JOIN hidden_players h"
+            " ON h.board_id = m.board_id AND h.player_id = m.player_id"
+            " WHERE m.board_id = %s ORDER BY 1, 2, 3, 4",
+            (board_id,),
+        )
+        current: tuple[str, str] | None = None
+        members: dict[str, list[tuple[str, float, bool]]] = {}  # a chunk of the set's members
+        pending = 0
+        scores: dict[str, float] = {}  # the set's teams, from their visible members so far
+        pick = max if board.sort == "desc" else min
+
+        def flush(last: bool) -> None:
+            if current is not None and (members or last):
+                self.index.load_teams(
+                    board_id, current[0], current[1] or None, members, scores if last else {}
+                )
+
+        for period, region, team, player, contribution, hidden in cursor:
+            if (period, region) != current:
+                flush(last=True)
+                current, members, pending, scores = (period, region), {}, 0, {}
+            elif pending >= self.chunk_size:
+                flush(last=False)
+                members, pending = {}, 0
+            value = float(contribution)
+            members.setdefault(team, []).append((player, value, bool(hidden)))
+            pending += 1
+            if not hidden:
+                before = scores.get(team)
+                if before is None:
+                    scores[team] = value
+                else:
+                    scores[team] = before + value if board.teams == "sum" else pick(before, value)
+        flush(last=True)
+        cursor.close()
+        # which teams each player named (for deletes and hiding), a chunk at a time
+        cursor = conn.cursor(name=f"named_{board_id.replace('-', '_')}")
+        cursor.itersize = self.chunk_size
+        cursor.execute(
+            "SELECT player_id, array_agg(DISTINCT team_id) FROM team_members"
+            " WHERE board_id = %s GROUP BY player_id",
+            (board_id,),
+        )
+        named: dict[str, list[str]] = {}
+        for player, teams in cursor:
+            named[player] = list(teams)
+            if len(named) >= self.chunk_size:
+                self.index.load_player_teams(board_id, named)
+                named = {}
+        self.index.load_player_teams(board_id, named)
+        cursor.close()
 
     def _load_players(
         self, conn: psycopg.Connection[Any], board: BoardConfig, report: RebuildReport

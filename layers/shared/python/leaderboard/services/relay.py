@@ -6,6 +6,10 @@ applies it. Normally the write path sends the event and the persister stores it;
 after the script and before the send, or the send failed and the client never retried, the
 relay finds the event missing from PostgreSQL and sends it. Sending twice is harmless: the
 persister stores an event id once.
+
+The outbox also carries what the live publisher alone needs: an admin hiding a player or
+showing them again (operation `hide`/`unhide`, recorded in PostgreSQL by the admin route
+itself). The relay trims those without sending them.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from leaderboard.domain.events import ScoreEvent
 from leaderboard.domain.submissions import Submission
 from leaderboard.services.scores import EventSink, build_event
 from leaderboard.stores.redis_index import RedisIndex
+
+VISIBILITY_CHANGES = frozenset({"hide", "unhide"})
 
 
 class EventRecord(Protocol):
@@ -70,11 +76,14 @@ class OutboxRelay:
                 break
             events: list[ScoreEvent] = []
             for _, result, fields in entries:
+                if result.operation in VISIBILITY_CHANGES:
+                    continue
                 submission = Submission(
                     player_id=fields["p"],
                     score=_number(fields["s"]),
                     region=fields.get("g") or None,
                     metadata=_metadata(fields.get("m", "")),
+                    team_id=fields.get("t") or None,
                 )
                 events.append(build_event(board_id, submission, result))
             stored = self.record.stored_event_ids([e.event_id for e in events])

@@ -1,7 +1,9 @@
 """The rollover: archive every closed period, then free its serving keys after a retention.
 
 For each board and each closed period still in the serving index, the final standings of the
-global board and every regional board are copied in rank order, in chunks, into the archive;
+global board and every regional board are copied in rank order, in chunks, into the archive
+(then the entries of hidden players, apart, each where its player saw it, and on a team board
+its team ranking and each team's members);
 the snapshot is checked against the persisted standings (differences are reported, not
 hidden); the period is marked archived, and after `retention` its sorted sets are removed.
 
@@ -21,7 +23,7 @@ from datetime import datetime, timedelta
 
 from leaderboard.domain.boards import BoardConfig
 from leaderboard.domain.clock import Clock, system_clock
-from leaderboard.domain.errors import BadRequest
+from leaderboard.domain.errors import BadRequest, NotFound
 from leaderboard.domain.periods import ALL_TIME, Period, parse_period_id
 from leaderboard.stores.archive import ArchiveStore
 from leaderboard.stores.postgres import BoardRepository, Database
@@ -128,33 +130,15 @@ class Rollover:
     ) -> None:
         board_id = board.board_id
         self.archive.begin(board_id, period)
+        hidden = self.index.hidden_players(board_id)
         for region in regions:  # '' (the global board) sorts first
-            start = self.archive.stored(board_id, period.id, region)
-            while True:
-                if not keep_going():
-                    raise OutOfTime
-                window = self.index.window(
-                    board_id,
-                    period,
-                    region or None,
-                    op="page",
-                    size=self.chunk_size,
-                    offset_or_rank=start,
-                )
-                if window.entries:
-                    self.archive.append(board_id, period.id, region, start, window.entries)
-                    start += len(window.entries)
-                    report.entries += len(window.entries)
-                    log.info(
-                        "archiving %s %s%s: %d of %d entries",
-                        board_id,
-                        period.id,
-                        f" {region}" if region else "",
-                        start,
-                        window.total,
-                    )
-                if len(window.entries) < self.chunk_size:
-                    break
+            report.entries += self._archive_ranked(board_id, period, region, "", keep_going)
+            if hidden:
+                self._archive_hidden(board_id, period, region, hidden)
+            if board.teams is not None:
+                self._archive_ranked(board_id, period, region, "teams", keep_going)
+                for team in self.archive.ranked_ids(board_id, period.id, region):
+                    self._archive_ranked(board_id, period, region, f"members:{team}", keep_going)
         entries, differences = self.archive.finish(board_id, period.id, now)
         self.index.mark_archived(board_id, period.id, entries)
         report.archived.append(f"{board_id}/{period.id}")
@@ -168,6 +152,72 @@ class Rollover:
             )
         log.info("archived %s %s: %d entries", board_id, period.id, entries)
 
+    def _archive_ranked(
+        self,
+        board_id: str,
+        period: Period,
+        region: str,
+        ranks: str,
+        keep_going: Callable[[], bool],
+    ) -> int:
+        """One board's players (ranks ""), a team ranking ("teams") or one team's members
+        ("members:<team>"), in chunks from where a previous run stopped: how many this run
+        stored."""
+        start = self.archive.stored(board_id, period.id, region, ranks)
+        stored = 0
+        while True:
+            if not keep_going():
+                raise OutOfTime
+            window = self.index.window(
+                board_id,
+                period,
+                region or None,
+                op="page",
+                size=self.chunk_size,
+                offset_or_rank=start,
+                ranks=ranks,
+            )
+            if window.entries:
+                self.archive.append(board_id, period.id, region, start, window.entries, ranks)
+                start += len(window.entries)
+                stored += len(window.entries)
+                log.info(
+                    "archiving %s %s%s%s: %d of %d",
+                    board_id,
+                    period.id,
+                    f" {region}" if region else "",
+                    f" ({ranks})" if ranks else "",
+                    start,
+                    window.total,
+                )
+            if len(window.entries) < self.chunk_size:
+                return stored
+
+    def _archive_hidden(
+        self, board_id: str, period: Period, region: str, hidden: list[str]
+    ) -> None:
+        """The hidden players' entries of one board, each with the rank and place its player
+        saw (their own view), kept apart from the public board."""
+        rows = []
+        for player in hidden:
+            try:
+                window = self.index.window(
+                    board_id,
+                    period,
+                    region or None,
+                    op="player",
+                    size=1,
+                    player_id=player,
+                    viewer=player,
+                )
+            except NotFound:
+                continue  # no entry on this board
+            if window.entries and window.entries[0].hidden:
+                rows.append((window.entries[0], window.start))
+        if rows:
+            rows.sort(key=lambda row: row[1])
+            self.archive.append_hidden(board_id, period.id, region, rows)
+
     def _purge(
         self,
         board: BoardConfig,
@@ -179,6 +229,11 @@ class Rollover:
     ) -> None:
         for region in regions:
             suffix = BoardKeys.suffix(period_id, region or None)
+            while board.teams is not None and self.index.purge_teams(
+                board, suffix, self.chunk_size
+            ):
+                if not keep_going():
+                    raise OutOfTime
             while self.index.purge_chunk(board, suffix, self.chunk_size) > 0:
                 if not keep_going():
                     raise OutOfTime

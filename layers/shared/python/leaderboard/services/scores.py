@@ -255,6 +255,7 @@ def build_event(board_id: str, submission: Submission, result: SubmitResult) -> 
         arrival=result.arrival,
         hook_verdict=result.hook_verdict,
         hook_reason=result.hook_reason,
+        team_id=submission.team_id,
     )
 
 

@@ -118,7 +118,7 @@ def _round_one(client: RedisLike, states: list[_Board], scan_limit: int, max_cha
         state.skipped += int(reply[1])
         state.read += int(reply[2])
         state.version += int(reply[3])
-        state.cfg = reply[4]
+        state.cfg = reply[4].rstrip(" ")  # the space of a shard hiding players (hidden.lua)
         for ch, part in enumerate(reply[5:]):
             count, truncated, newest = int(part[0]), bool(int(part[1])), part[2]
             if not count:

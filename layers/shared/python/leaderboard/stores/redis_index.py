@@ -4,8 +4,11 @@ Layout, every key of a board under the hash tag `{board}` so one script can touc
   lb:{b}:cfg            compact board rules read by the scripts (JSON)
   lb:{b}:range          "lo hi": bounds of every score on the board (blind increments)
   lb:{b}:z:<period>[:R] sorted set of one period (and region R): member -> score
+  lb:{b}:zh:<period>[:R] its shadow: the entries of hidden players (lua/hidden.lua)
   lb:{b}:m:<period>[:R] ties=first and tie-breaker boards: player -> member (member = a
                         prefix ending in '|' (score and tie keys, arrival), then the player)
+  lb:{b}:hidden         hidden players: player -> when hidden (ms); while it has one, the cfg
+                        text ends with a space (lua/hidden.lua)
   lb:{b}:meta           player -> metadata JSON
   lb:{b}:refs           player -> number of sorted sets holding the player (no orphan metadata)
   lb:{b}:keys           registry of the board's sorted-set suffixes
@@ -67,6 +70,7 @@ from leaderboard.domain.tiebreakers import (
     decode,
     decode_with_spec,
     parse_spec,
+    score_key,
     tie_key,
 )
 from leaderboard.domain.tiebreakers import member as tiebreaker_member
@@ -108,13 +112,20 @@ def guarded(method: Callable[P, R]) -> Callable[P, R]:
     return call
 
 
-# Scripts that store or read tie-breaker boards get the shared functions of tiebreakers.lua.
-_WITH_TIEBREAKERS = frozenset({"submit", "read", "players", "live", "shard_read"})
+# Scripts that store or read tie-breaker boards get the shared functions of tiebreakers.lua;
+# those that write or read sets that may hide players, those of hidden.lua.
+_WITH_TIEBREAKERS = frozenset({"submit", "read", "players", "live", "shard_read", "visibility"})
+_WITH_HIDDEN = frozenset({"submit", "read", "players", "shard_read"})
+_WITH_TEAMS = frozenset({"visibility", "delete_player"})
 
 
 def _script(name: str) -> str:
     folder = resources.files("leaderboard.stores").joinpath("lua")
     text = folder.joinpath(f"{name}.lua").read_text()
+    if name in _WITH_TEAMS:
+        text = folder.joinpath("teams.lua").read_text() + text
+    if name in _WITH_HIDDEN:
+        text = folder.joinpath("hidden.lua").read_text() + text
     if name in _WITH_TIEBREAKERS:
         text = folder.joinpath("tiebreakers.lua").read_text() + text
     return text
@@ -138,6 +149,29 @@ class BoardKeys:
 
     def members(self, period_id: str, region: str | None = None) -> str:
         return f"{self.prefix}m:{self.suffix(period_id, region)}"
+
+    def ranked(self, ranks: str, period_id: str, region: str | None = None) -> str:
+        """The sorted set a read ranks: the players (ranks ""), a team board's teams
+        ("teams"), or one team's members ("members:<team>")."""
+        suffix = self.suffix(period_id, region)
+        if ranks == "teams":
+            return f"{self.prefix}zt:{suffix}"
+        if ranks.startswith("members:"):
+            return f"{self.prefix}tm:{suffix}:{ranks[8:]}"
+        return f"{self.prefix}z:{suffix}"
+
+    def shadow(self, period_id: str, region: str | None = None) -> str:
+        """The set's shadow: the entries of hidden players."""
+        return f"{self.prefix}zh:{self.suffix(period_id, region)}"
+
+    @property
+    def hidden(self) -> str:
+        return self.prefix + "hidden"
+
+    @property
+    def player_teams(self) -> str:
+        """player -> the teams the player contributed to ("a,b": lua/teams.lua)"""
+        return self.prefix + "pt"
 
     @property
     def cfg(self) -> str:
@@ -220,6 +254,8 @@ class Entry:
     score: int | float
     metadata: dict[str, Any] | None
     tiebreakers: dict[str, int] | None = None  # boards with tie-breakers only
+    # The reader's own entry, shown to them although the board hides them (others never see it)
+    hidden: bool = False
 
     def to_json(self) -> dict[str, Any]:
         body = {
@@ -260,6 +296,7 @@ class PeriodStanding:
     score: int | float
     total: int
     tiebreakers: dict[str, int] | None = None
+    hidden: bool = False  # the hidden reader's own standing (see Entry.hidden)
 
 
 def _split_suffix(suffix: str) -> tuple[str, str | None]:
@@ -286,19 +323,23 @@ def _parse_record(record: str, replayed: bool) -> SubmitResult:
         if at:
             evictions.append(Eviction(period, region, fields[2], fields[3] == "1"))
             continue
+        # changed: '1', or '2' for a hidden player's entry (the live publisher skips those)
         _, score, rank, changed, *previous = fields
         before, before_rank = previous[:2] if previous else ("", "")  # older records: unknown
+        tie_key = previous[2] if len(previous) > 2 and previous[2] else None
+        contribution = previous[3] if len(previous) > 3 and previous[3] else None
         standings.append(
             Standing(
                 period=period,
                 region=region,
                 score=format_score(float(score)),
                 rank=int(rank) if rank and rank != "-" else None,
-                changed=changed == "1",
+                changed=changed != "0",
                 unranked=rank == "-",
                 previous_score=format_score(float(before)) if before else None,
                 previous_rank=int(before_rank) if before_rank and before_rank != "-" else None,
-                tie_key=previous[2] if len(previous) > 2 else None,
+                tie_key=tie_key,
+                team_contribution=format_score(float(contribution)) if contribution else None,
             )
         )
     return SubmitResult(
@@ -333,6 +374,7 @@ class WriteRules:
     region_order: tuple[str, ...] = ()
     tiebreakers: tuple[TieBreaker, ...] = ()
     hook: HookConfig | None = None  # the board's validation hook (not the script's concern)
+    teams: str | None = None  # the board's team aggregate ("sum", "best"), or no teams
 
     @property
     def keyed(self) -> bool:
@@ -353,6 +395,7 @@ class WriteRules:
 
     @classmethod
     def parse(cls, text: str) -> WriteRules:
+        text = text.rstrip(" ")  # the space that says the board hides players (lua/hidden.lua)
         cfg = json.loads(text)
 
         def opt(name: str) -> str:
@@ -385,6 +428,7 @@ class WriteRules:
                 for name, flipped in (parse_spec(cfg["tb"]) if cfg.get("tb") else ())
             ),
             hook=HookConfig.from_json(cfg.get("hook")),
+            teams=cfg.get("teams"),
         )
 
     def tie_key(self, submission: Submission) -> str:
@@ -409,6 +453,8 @@ class WriteRules:
             return "unknown_region"
         if (self.tiebreakers or submission.tiebreakers) and not self.tie_key(submission):
             return "tiebreakers"
+        if submission.team_id is not None and self.teams is None:
+            return "teams"
         score = submission.score
         if self.mode == "increment":
             if self.max_increment is not None and abs(score) > self.max_increment:
@@ -453,6 +499,8 @@ class RedisIndex:
         self._periods = client.register_script(_script("periods"))
         self._purge_set = client.register_script(_script("purge_set"))
         self._players = client.register_script(_script("players"))
+        self._visibility = client.register_script(_script("visibility"))
+        self._purge_teams = client.register_script(_script("purge_teams"))
         # Per execution environment: the submit script's rules by board (checked on every call).
         self._rules: dict[str, WriteRules] = {}
         self._last_arrival = 0
@@ -721,6 +769,12 @@ class RedisIndex:
         if screening is not None and screening.verdict:
             # ARGV 23, the verdict for the outbox: 19-22 are '' when they do not apply.
             args += [""] * (22 - len(args)) + [screening.record_field()]
+        if rules is not None and rules.teams is not None:
+            # ARGV 24-25: the team the contribution goes to, and how the board adds them up
+            args += [""] * (23 - len(args)) + [submission.team_id or "", rules.teams]
+        if rules is not None and rules.tiebreakers:
+            # ARGV 26: the submitted score's key, so the script need not build it
+            args += [""] * (25 - len(args)) + [score_key(float(score))]
         return script_keys, args
 
     def _decoded(self, board_id: str, result: SubmitResult) -> SubmitResult:
@@ -787,15 +841,15 @@ class RedisIndex:
         keys = BoardKeys(board.board_id)
         text = json.dumps(board.to_script_config(), separators=(",", ":"))
         before = self.client.get(keys.cfg)
-        written = self._put_config(keys=[keys.cfg], args=[text, board.version])
+        written = self._put_config(keys=[keys.cfg, keys.hidden], args=[text, board.version])
         if written:
             # A sharded board's rules are on every shard too (its writes and reads prove them
             # there); a board that had other shards (only while it had no entries) loses them.
             old = int(json.loads(before).get("shards", 1)) if before else 1
             for shard in range(board.shards if board.shards > 1 else 0):
+                shard_keys = BoardKeys(shard_board_id(board.board_id, shard, board.shards))
                 self._put_config(
-                    keys=[BoardKeys(shard_board_id(board.board_id, shard, board.shards)).cfg],
-                    args=[text, board.version],
+                    keys=[shard_keys.cfg, shard_keys.hidden], args=[text, board.version]
                 )
             gone = range(board.shards if board.shards > 1 else 0, old if old > 1 else 0)
             for shard in gone:
@@ -851,7 +905,15 @@ class RedisIndex:
             keys = BoardKeys(name)
             cleared += int(
                 self._hide_board(
-                    keys=[keys.cfg, keys.registry, keys.meta, keys.refs, keys.seq, keys.range],
+                    keys=[
+                        keys.cfg,
+                        keys.registry,
+                        keys.meta,
+                        keys.refs,
+                        keys.seq,
+                        keys.range,
+                        keys.hidden,
+                    ],
                     args=[keys.prefix],
                 )
             )
@@ -865,9 +927,13 @@ class RedisIndex:
         period_id: str,
         region: str | None,
         rows: Sequence[tuple[str, float, int, str | None]],
+        *,
+        hidden: bool = False,
     ) -> None:
         """Add (player, score, reached version, tie key) rows to one sorted set, in one round
-        trip (to each shard's set of a sharded board, one pipeline)."""
+        trip (to each shard's set of a sharded board, one pipeline); `hidden`: rows of hidden
+        players, to the set's shadow."""
+        zset = BoardKeys.shadow if hidden else BoardKeys.zset
         if board.shards > 1:
             # ties=first: the record's reached value is the arrival that ordered the ties
             desc, first = board.sort == "desc", board.ties == "first"
@@ -888,23 +954,23 @@ class RedisIndex:
                         for p, score, reached, key in part
                     }
                     pipe.zadd(
-                        keys.zset(period_id, region), {members[p]: sc for p, sc, _, _ in part}
+                        zset(keys, period_id, region), {members[p]: sc for p, sc, _, _ in part}
                     )
                     pipe.hset(keys.members(period_id, region), mapping=members)
                 elif first:
                     members = {p: stamp_prefix(reached, desc) + p for p, _, reached, _ in part}
                     pipe.zadd(
-                        keys.zset(period_id, region), {members[p]: sc for p, sc, _, _ in part}
+                        zset(keys, period_id, region), {members[p]: sc for p, sc, _, _ in part}
                     )
                     pipe.hset(keys.members(period_id, region), mapping=members)
                 else:
-                    pipe.zadd(keys.zset(period_id, region), {p: sc for p, sc, _, _ in part})
+                    pipe.zadd(zset(keys, period_id, region), {p: sc for p, sc, _, _ in part})
                 pipe.sadd(keys.registry, keys.suffix(period_id, region))
                 pipe.delete(keys.range)
             pipe.execute()
             return
         keys = BoardKeys(board.board_id)
-        zkey, mkey = keys.zset(period_id, region), keys.members(period_id, region)
+        zkey, mkey = zset(keys, period_id, region), keys.members(period_id, region)
         pipe = self.client.pipeline(transaction=False)
         desc = board.sort == "desc"
         if board.tiebreakers:  # the member the submit script would have written
@@ -950,6 +1016,61 @@ class RedisIndex:
             if player in metadata:
                 pipe.hset(keys.meta, player, metadata[player])
         pipe.execute()
+
+    @guarded
+    def load_hidden(self, board_id: str, hidden: dict[str, int], shards: int = 1) -> None:
+        """The board's hidden players (player -> when hidden, ms), each on its own shard; their
+        entries were loaded to the sets' shadows (load_entries(hidden=True))."""
+        by_name: dict[str, dict[str, int]] = {}
+        for player, at in hidden.items():
+            name = (
+                board_id
+                if shards <= 1
+                else shard_board_id(board_id, shard_of(player, shards), shards)
+            )
+            by_name.setdefault(name, {})[player] = at
+        pipe = self.client.pipeline(transaction=False)
+        for name, players in by_name.items():
+            keys = BoardKeys(name)
+            pipe.hset(keys.hidden, mapping=players)
+        pipe.execute()
+
+    @guarded
+    def hidden_players(self, board_id: str) -> list[str]:
+        """The players the board hides (on every shard of a sharded board)."""
+        found: list[str] = []
+        for name in self.key_spaces(board_id):
+            found += self.client.hkeys(BoardKeys(name).hidden)
+        return sorted(found)
+
+    @guarded
+    def set_hidden(
+        self, board_id: str, player_id: str, hidden: bool, *, event_id: str, now_ms: int
+    ) -> tuple[bool, int]:
+        """Hide a player on a board, or show them again (on their shard of a sharded board):
+        (whether it changed anything, entries moved). BoardMissing if the board has no rules
+        here (unknown, or its serving data was lost)."""
+        shards = self.shards_of(board_id)
+        name = (
+            board_id
+            if shards <= 1
+            else shard_board_id(board_id, shard_of(player_id, shards), shards)
+        )
+        keys = BoardKeys(name)
+        reply = self._visibility(
+            keys=[keys.cfg, keys.registry, keys.hidden, keys.seq, keys.outbox],
+            args=[
+                "hide" if hidden else "unhide",
+                player_id,
+                keys.prefix,
+                now_ms,
+                event_id,
+                now_ms,
+            ],
+        )
+        if reply[0] == "ERR":
+            raise BoardMissing(f"board {board_id!r} does not exist", board_id=board_id)
+        return bool(int(reply[1])), int(reply[3])
 
     @guarded
     def period_sets(
@@ -1002,6 +1123,7 @@ class RedisIndex:
                         keys.refs,
                         keys.meta,
                         keys.registry,
+                        f"{keys.prefix}zh:{suffix}",
                     ],
                     args=[
                         suffix,
@@ -1011,6 +1133,49 @@ class RedisIndex:
                 )
             )
         return left
+
+    @guarded
+    def purge_teams(self, board: BoardConfig, suffix: str, count: int) -> int:
+        """Remove up to `count` teams of an archived period's team ranking (with their members
+        sets); returns how many are left."""
+        keys = BoardKeys(board.board_id)
+        return int(
+            self._purge_teams(
+                keys=[f"{keys.prefix}zt:{suffix}", keys.hidden, keys.player_teams],
+                args=[keys.prefix, suffix, count],
+            )
+        )
+
+    @guarded
+    def load_teams(
+        self,
+        board_id: str,
+        period_id: str,
+        region: str | None,
+        members: dict[str, list[tuple[str, float, bool]]],
+        scores: dict[str, float],
+    ) -> None:
+        """One set's teams, from the record: each team's members (player, contribution,
+        hidden: to the shadow) and the teams' scores; one round trip."""
+        keys = BoardKeys(board_id)
+        suffix = keys.suffix(period_id, region)
+        pipe = self.client.pipeline(transaction=False)
+        for team, rows in members.items():
+            for shadow in (False, True):
+                part = {player: value for player, value, hidden in rows if hidden == shadow}
+                if part:
+                    kind = "tmh" if shadow else "tm"
+                    pipe.zadd(f"{keys.prefix}{kind}:{suffix}:{team}", part)
+        if scores:
+            pipe.zadd(f"{keys.prefix}zt:{suffix}", scores)
+        pipe.execute()
+
+    @guarded
+    def load_player_teams(self, board_id: str, named: dict[str, list[str]]) -> None:
+        """Which teams each player contributed to (for deletes and hiding)."""
+        if named:
+            mapping = {player: ",".join(teams) for player, teams in named.items()}
+            self.client.hset(BoardKeys(board_id).player_teams, mapping=mapping)
 
     @guarded
     def set_sequence(self, board_id: str, value: int, shards: int = 1) -> None:
@@ -1050,8 +1215,13 @@ class RedisIndex:
         size: int,
         offset_or_rank: int = 0,
         player_id: str = "",
+        viewer: str = "",
+        ranks: str = "",
     ) -> Window:
-        """One read: a page, a window around a rank, one player, or a window around a player."""
+        """One read: a page, a window around a rank, one player, or a window around a player.
+        `viewer`: the player who reads, if known; a hidden one reads the board with their own
+        entry in it (marked `hidden`). `ranks`: what is read ("" players, "teams", or
+        "members:<team>": BoardKeys.ranked; `player_id` is then a team or a member)."""
 
         def sharded(shards: Any, rules: WriteRules) -> Window:
             return shards.window(
@@ -1063,29 +1233,37 @@ class RedisIndex:
                 size=size,
                 offset_or_rank=offset_or_rank,
                 player_id=player_id,
+                viewer=viewer,
             )
 
+        if ranks and self._is_sharded(board_id):  # a sharded board keeps no teams
+            raise _read_error(board_id, period, region, player_id, "no_teams")
         if self._is_sharded(board_id):
             return self._on_shards(board_id, sharded)
         keys = BoardKeys(board_id)
         reply = self._read(
             keys=[
                 keys.cfg,
-                keys.zset(period.id, region),
+                keys.ranked(ranks, period.id, region),
                 keys.members(period.id, region),
                 keys.meta,
                 keys.archived,
             ],
-            args=[op, period.kind, region or "", player_id, offset_or_rank, size, period.id],
+            # ARGV 8-9, who reads and what is read, only when there is something to say
+            args=[op, period.kind, region or "", player_id, offset_or_rank, size, period.id]
+            + ([viewer, ranks.split(":", 1)[0]] if viewer or ranks else []),
         )
         if reply[0] == "SHARDED":
+            if ranks:
+                raise _read_error(board_id, period, region, player_id, "no_teams")
             return self._on_shards(board_id, sharded, reply[1])
         if reply[0] == "ERR":
             raise _read_error(board_id, period, region, player_id, reply[1])
         total, start, position, count = (int(x) for x in reply[1:5])
-        rows = reply[5 : 5 + 3 * count]
-        metas = reply[5 + 3 * count : 5 + 4 * count]
-        tbs = _tiebreakers(reply[5 + 4 * count :], count)
+        shown = reply[5]  # the hidden reader whose own entry the window holds ('' = none)
+        rows = reply[6 : 6 + 3 * count]
+        metas = reply[6 + 3 * count : 6 + 4 * count]
+        tbs = _tiebreakers(reply[6 + 4 * count :], count)
         entries = tuple(
             Entry(
                 rank=int(rows[i * 3 + 2]),
@@ -1093,6 +1271,7 @@ class RedisIndex:
                 score=format_score(float(rows[i * 3 + 1])),
                 metadata=json.loads(metas[i]) if metas[i] else None,
                 tiebreakers=tbs[i],
+                hidden=bool(shown) and rows[i * 3] == shown,
             )
             for i in range(count)
         )
@@ -1105,28 +1284,48 @@ class RedisIndex:
 
     @guarded
     def players(
-        self, board_id: str, period: Period, region: str | None, player_ids: list[str]
+        self,
+        board_id: str,
+        period: Period,
+        region: str | None,
+        player_ids: list[str],
+        viewer: str = "",
+        ranks: str = "",
     ) -> Selection:
-        """Many players of one board in one read: the ones with an entry, in board order."""
+        """Many players of one board in one read: the ones with an entry, in board order
+        (`viewer` and `ranks`: as in `window`)."""
 
         def sharded(shards: Any, rules: WriteRules) -> Selection:
-            return shards.players(board_id, rules, period, region, player_ids)
+            return shards.players(board_id, rules, period, region, player_ids, viewer=viewer)
 
+        if ranks and self._is_sharded(board_id):  # a sharded board keeps no teams
+            raise _read_error(board_id, period, region, "", "no_teams")
         if self._is_sharded(board_id):
             return self._on_shards(board_id, sharded)
         keys = BoardKeys(board_id)
         reply = self._players(
             keys=[keys.cfg, keys.meta, keys.archived],
-            args=["many", keys.prefix, period.kind, period.id, region or "", *player_ids],
+            args=[
+                "many",
+                keys.prefix,
+                viewer,
+                period.kind,
+                period.id,
+                region or "",
+                ranks,
+                *player_ids,
+            ],
         )
         if reply[0] == "SHARDED":
+            if ranks:
+                raise _read_error(board_id, period, region, "", "no_teams")
             return self._on_shards(board_id, sharded, reply[1])
         if reply[0] == "ERR":
             raise _read_error(board_id, period, region, "", reply[1])
-        total, count = int(reply[1]), int(reply[2])
-        rows = reply[3 : 3 + 4 * count]
-        metas = reply[3 + 4 * count : 3 + 5 * count]
-        tbs = _tiebreakers(reply[3 + 5 * count :], count)
+        total, count, shown = int(reply[1]), int(reply[2]), reply[3]
+        rows = reply[4 : 4 + 4 * count]
+        metas = reply[4 + 4 * count : 4 + 5 * count]
+        tbs = _tiebreakers(reply[4 + 5 * count :], count)
         found = sorted(
             (
                 int(rows[i * 4 + 3]),
@@ -1136,6 +1335,7 @@ class RedisIndex:
                     score=format_score(float(rows[i * 4 + 1])),
                     metadata=json.loads(metas[i]) if metas[i] else None,
                     tiebreakers=tbs[i],
+                    hidden=bool(shown) and rows[i * 4] == shown,
                 ),
             )
             for i in range(count)
@@ -1144,18 +1344,23 @@ class RedisIndex:
 
     @guarded
     def standings(
-        self, board_id: str, player_id: str, periods: list[Period], region: str | None
+        self,
+        board_id: str,
+        player_id: str,
+        periods: list[Period],
+        region: str | None,
+        viewer: str = "",
     ) -> list[PeriodStanding]:
         """A player on every given period the board keeps, globally and on its regional boards
-        (only `region`'s when given), in one read."""
+        (only `region`'s when given), in one read (`viewer`: as in `window`)."""
 
         def sharded(shards: Any, rules: WriteRules) -> list[PeriodStanding]:
-            return shards.standings(board_id, rules, player_id, periods, region)
+            return shards.standings(board_id, rules, player_id, periods, region, viewer=viewer)
 
         if self._is_sharded(board_id):
             return self._on_shards(board_id, sharded)
         keys = BoardKeys(board_id)
-        args: list[str] = ["standings", keys.prefix, player_id, region or ""]
+        args: list[str] = ["standings", keys.prefix, viewer, player_id, region or ""]
         for period in periods:
             args += [period.kind, period.id]
         reply = self._players(keys=[keys.cfg, keys.meta, keys.archived], args=args)
@@ -1163,9 +1368,9 @@ class RedisIndex:
             return self._on_shards(board_id, sharded, reply[1])
         if reply[0] == "ERR":
             raise _read_error(board_id, periods[0], region, player_id, reply[1])
-        count = int(reply[1])
-        rows = reply[2 : 2 + 6 * count]
-        tbs = _tiebreakers(reply[2 + 6 * count :], count)
+        count, shown = int(reply[1]), reply[2]
+        rows = reply[3 : 3 + 6 * count]
+        tbs = _tiebreakers(reply[3 + 6 * count :], count)
         return [
             PeriodStanding(
                 kind=rows[i * 6],
@@ -1175,6 +1380,7 @@ class RedisIndex:
                 rank=int(rows[i * 6 + 4]),
                 total=int(rows[i * 6 + 5]),
                 tiebreakers=tbs[i],
+                hidden=shown == player_id,
             )
             for i in range(count)
         ]
@@ -1289,6 +1495,11 @@ def _submit_error(
             "tie-breakers takes none)",
             field="tiebreakers",
         )
+    if code == "teams":
+        return Unprocessable(
+            "team_id names a team, but this board keeps no team rankings (its `teams` is null)",
+            field="team_id",
+        )
     if code == "max_increment":
         return Unprocessable("score exceeds the board's max_increment", field="score")
     if code == "bounds":
@@ -1323,4 +1534,6 @@ def _read_error(
             + (f" ({region})" if region else ""),
             player_id=player_id,
         )
+    if code == "no_teams":
+        return NotFound(f"board {board_id!r} keeps no team rankings", board_id=board_id)
     return RuntimeError(f"unexpected reply from the read script: {code!r}")

@@ -89,9 +89,25 @@ metadata_written AS (  -- NULL metadata: the player left every board of it
         SET metadata = EXCLUDED.metadata, version = EXCLUDED.version
         WHERE p.version < EXCLUDED.version
     RETURNING 1
+),
+teams_written AS (  -- team boards: each player's contribution to a team
+    INSERT INTO team_members AS t
+        (board_id, period, region, team_id, player_id, contribution, version)
+    SELECT i.board_id, i.period, i.region, i.team_id, i.player_id, i.contribution, i.version
+    FROM unnest(%(team_board)b::text[], %(team_period)b::text[], %(team_region)b::text[],
+                %(team)b::text[], %(team_player)b::text[], %(contribution)b::float8[],
+                %(team_version)b::int8[]) WITH ORDINALITY
+         AS i(board_id, period, region, team_id, player_id, contribution, version, n)
+    WHERE NOT EXISTS (SELECT 1 FROM player_tombstones d WHERE d.board_id = i.board_id
+                      AND d.player_id = i.player_id AND d.version >= i.version)
+    ORDER BY i.n
+    ON CONFLICT (board_id, period, region, team_id, player_id) DO UPDATE
+        SET contribution = EXCLUDED.contribution, version = EXCLUDED.version
+        WHERE t.version < EXCLUDED.version
+    RETURNING 1
 )
 SELECT (SELECT count(*) FROM new_events), (SELECT count(*) FROM standings_written),
-       (SELECT count(*) FROM metadata_written)
+       (SELECT count(*) FROM metadata_written), (SELECT count(*) FROM teams_written)
 """
 
 
@@ -124,6 +140,7 @@ class StandingsStore:
         folded = fold_events(events)
         standings = list(zip(*folded.standings, strict=True)) or [()] * 10
         metadata = list(zip(*folded.metadata, strict=True)) or [()] * 4
+        teams = list(zip(*folded.teams, strict=True)) or [()] * 7
         with self.db.session() as conn:  # one statement: atomic on its own
             text = conn.info.encoding
             params = {
@@ -150,6 +167,13 @@ class StandingsStore:
                 "meta_player": text_array(metadata[1], text),
                 "metadata": jsonb_array(metadata[2], text),
                 "meta_version": int8_array(metadata[3]),
+                "team_board": text_array(teams[0], text),
+                "team_period": text_array(teams[1], text),
+                "team_region": text_array(teams[2], text),
+                "team": text_array(teams[3], text),
+                "team_player": text_array(teams[4], text),
+                "contribution": float8_array(teams[5]),
+                "team_version": int8_array(teams[6]),
             }
             row = conn.execute(_WRITE, params).fetchone()
         assert row is not None
@@ -173,7 +197,9 @@ class StandingsStore:
             # and would write an older row back where this one deleted it. This lock waits for
             # the batches in flight and holds new ones until the commit; they then see the
             # tombstone. Admin deletes are rare; a batch waits milliseconds.
-            conn.execute("LOCK TABLE standings, player_metadata IN SHARE ROW EXCLUSIVE MODE")
+            conn.execute(
+                "LOCK TABLE standings, player_metadata, team_members IN SHARE ROW EXCLUSIVE MODE"
+            )
             conn.execute(
                 "INSERT INTO player_tombstones (board_id, player_id, version) VALUES (%s, %s, %s)"
                 " ON CONFLICT (board_id, player_id) DO UPDATE"
@@ -188,5 +214,9 @@ class StandingsStore:
             conn.execute(
                 "DELETE FROM player_metadata WHERE board_id = %s AND player_id = %s"
                 " AND version <= %s",
+                (board_id, player_id, version),
+            )
+            conn.execute(
+                "DELETE FROM team_members WHERE board_id = %s AND player_id = %s AND version <= %s",
                 (board_id, player_id, version),
             )

@@ -2,8 +2,9 @@
 
 The same rules as the read script: competition ranks for ties=shared, arrival order for
 ties=first, ties listed by player id in the direction of the sort; on tie-breaker boards the
-tie key (whose byte order is the board's order) right after the score. It scans the period's
-rows, which is fine for an outage and never the normal path.
+tie key (whose byte order is the board's order) right after the score. Hidden players are
+left out, except for the one who reads (their own view). It scans the period's rows, which is
+fine for an outage and never the normal path.
 """
 
 from __future__ import annotations
@@ -55,12 +56,15 @@ class PostgresReadModel:
         size: int,
         offset_or_rank: int = 0,
         player_id: str = "",
+        viewer: str = "",
+        ranks: str = "",
     ) -> Window:
-        board = self._scoped(board_id, period, region)
-        ranked = _ranked(board)
-        params: dict[str, Any] = {"b": board_id, "p": period.id, "r": region or ""}
+        board = self._scoped(board_id, period, region, ranks)
+        ranked = _ranked(board, ranks)
+        params = _params(board_id, period, region, viewer, ranks)
         with self.db.transaction() as conn:
-            total = conn.execute(_TOTAL, params).fetchone()
+            hidden = _hidden_reader(conn, params)
+            total = conn.execute(_total(ranked, ranks), params).fetchone()
             count = int(total[0]) if total else 0
             position = None
             if op in ("player", "around"):
@@ -70,8 +74,9 @@ class PostgresReadModel:
                     params | {"player": player_id},
                 ).fetchone()
                 if row is None:
+                    what = "team" if ranks == "teams" else "player"
                     raise NotFound(
-                        f"player {player_id!r} has no entry in {period.id}", player_id=player_id
+                        f"{what} {player_id!r} has no entry in {period.id}", player_id=player_id
                     )
                 position = int(row[0])
             start = window_start(op, size, offset_or_rank, position, count)
@@ -82,26 +87,40 @@ class PostgresReadModel:
                 " WHERE position >= %(start)s AND position < %(end)s ORDER BY position",
                 params | {"start": start, "end": start + size},
             ).fetchall()
-        entries = _entries(rows, board)
+        entries = _entries(rows, board, hidden, plain=bool(ranks))
         return Window(total=count, start=start, player_position=position, entries=entries)
 
     def players(
-        self, board_id: str, period: Period, region: str | None, player_ids: list[str]
+        self,
+        board_id: str,
+        period: Period,
+        region: str | None,
+        player_ids: list[str],
+        viewer: str = "",
+        ranks: str = "",
     ) -> Selection:
-        board = self._scoped(board_id, period, region)
-        params: dict[str, Any] = {"b": board_id, "p": period.id, "r": region or ""}
+        board = self._scoped(board_id, period, region, ranks)
+        params = _params(board_id, period, region, viewer, ranks)
+        ranked = _ranked(board, ranks)
         with self.db.transaction() as conn:
-            total = conn.execute(_TOTAL, params).fetchone()
+            hidden = _hidden_reader(conn, params)
+            total = conn.execute(_total(ranked, ranks), params).fetchone()
             rows = conn.execute(
                 f"SELECT player_id, score, metadata, rank, tie_key"  # noqa: S608
-                f" FROM ({_ranked(board)}) w"
+                f" FROM ({ranked}) w"
                 " WHERE player_id = ANY(%(ids)s) ORDER BY position",
                 params | {"ids": player_ids},
             ).fetchall()
-        return Selection(total=int(total[0]) if total else 0, entries=_entries(rows, board))
+        entries = _entries(rows, board, hidden, plain=bool(ranks))
+        return Selection(total=int(total[0]) if total else 0, entries=entries)
 
     def standings(
-        self, board_id: str, player_id: str, periods: list[Period], region: str | None
+        self,
+        board_id: str,
+        player_id: str,
+        periods: list[Period],
+        region: str | None,
+        viewer: str = "",
     ) -> list[PeriodStanding]:
         """The same answer as the index's: global first, then each region in the board's order;
         one ranked query per period the player is on (an outage path, not the normal one)."""
@@ -113,6 +132,9 @@ class PostgresReadModel:
         ranked = _ranked(board)
         found: list[PeriodStanding] = []
         with self.db.transaction() as conn:
+            hidden = _hidden_reader(conn, {"b": board_id, "v": viewer}) == player_id
+            if not hidden and _hidden_reader(conn, {"b": board_id, "v": player_id}):
+                return []  # a hidden player, read by someone else
             present = {
                 (row[0], row[1])
                 for row in conn.execute(
@@ -125,7 +147,7 @@ class PostgresReadModel:
                 for period in kept:
                     if (period.id, where or "") not in present:
                         continue
-                    params = {"b": board_id, "p": period.id, "r": where or ""}
+                    params = {"b": board_id, "p": period.id, "r": where or "", "v": viewer}
                     total = conn.execute(_TOTAL, params).fetchone()
                     row = conn.execute(
                         f"SELECT score, rank, tie_key FROM ({ranked}) w"  # noqa: S608
@@ -143,13 +165,19 @@ class PostgresReadModel:
                             score=format_score(float(row[0])),
                             total=int(total[0]),
                             tiebreakers=_tiebreakers(row[2], board),
+                            hidden=hidden,
                         )
                     )
         return found
 
-    def _scoped(self, board_id: str, period: Period, region: str | None) -> BoardConfig:
-        """The board, if it keeps this period kind and region (the read script's checks)."""
+    def _scoped(
+        self, board_id: str, period: Period, region: str | None, ranks: str = ""
+    ) -> BoardConfig:
+        """The board, if it keeps this period kind and region (and teams, to read them): the
+        read script's checks."""
         board = self.board(board_id)
+        if ranks and board.teams is None:
+            raise NotFound(f"board {board_id!r} keeps no team rankings", board_id=board_id)
         if period.kind not in board.periods:
             raise NotFound(
                 f"board {board_id!r} does not keep {period.kind} periods", period=period.id
@@ -159,15 +187,51 @@ class PostgresReadModel:
         return board
 
 
+def _visible(alias: str, reader: bool = True) -> str:
+    """Hidden players left out, except the one reading (%(v)s: '' for nobody in particular):
+    a team's score leaves out every hidden member's contribution (`reader` False)."""
+    hidden = (
+        "NOT EXISTS (SELECT 1 FROM hidden_players h"  # noqa: S608 - fixed aliases
+        f" WHERE h.board_id = {alias}.board_id AND h.player_id = {alias}.player_id)"
+    )
+    return f" AND ({alias}.player_id = %(v)s OR {hidden})" if reader else f" AND {hidden}"
+
+
 _TOTAL = (
-    "SELECT count(*) FROM standings WHERE board_id = %(b)s AND period = %(p)s"
-    " AND region = %(r)s AND present"
+    "SELECT count(*) FROM standings s WHERE board_id = %(b)s AND period = %(p)s"  # noqa: S608
+    " AND region = %(r)s AND present" + _visible("s")
 )
 
 
-def _ranked(board: BoardConfig) -> str:
-    """A period's rows with the board's ranks and 0-based positions, in its total order."""
+def _params(
+    board_id: str, period: Period, region: str | None, viewer: str, ranks: str
+) -> dict[str, Any]:
+    team = ranks[8:] if ranks.startswith("members:") else ""
+    return {"b": board_id, "p": period.id, "r": region or "", "v": viewer, "t": team}
+
+
+def _total(ranked: str, ranks: str) -> str:
+    if not ranks:
+        return _TOTAL
+    return f"SELECT count(*) FROM ({ranked}) w"  # noqa: S608 - fixed fragments
+
+
+def _hidden_reader(conn: Any, params: dict[str, Any]) -> str:
+    """The reader (%(v)s) if the board hides them, else ''."""
+    if not params.get("v"):
+        return ""
+    row = conn.execute(
+        "SELECT 1 FROM hidden_players WHERE board_id = %(b)s AND player_id = %(v)s", params
+    ).fetchone()
+    return str(params["v"]) if row else ""
+
+
+def _ranked(board: BoardConfig, ranks: str = "") -> str:
+    """A period's rows with the board's ranks and 0-based positions, in its total order; with
+    `ranks`, its teams or one team's members (plain: shared ranks by score, ties by id)."""
     direction = "DESC" if board.sort == "desc" else "ASC"
+    if ranks:
+        return _ranked_teams(board, ranks, direction)
     score_order = f"s.score {direction}"
     if board.tiebreakers:
         score_order += f", s.tie_key {direction}"
@@ -180,6 +244,36 @@ def _ranked(board: BoardConfig) -> str:
         " FROM standings s LEFT JOIN player_metadata m"
         " ON m.board_id = s.board_id AND m.player_id = s.player_id"
         " WHERE s.board_id = %(b)s AND s.period = %(p)s AND s.region = %(r)s AND s.present"
+        + _visible("s")
+    )
+
+
+def _ranked_teams(board: BoardConfig, ranks: str, direction: str) -> str:
+    """A team board's teams (their visible members' contributions added up, or the best of
+    them), or one team's members, as the index ranks them (teams.lua). Sums of fractional
+    scores may round in another order than the index's running totals did."""
+    where = " WHERE m.board_id = %(b)s AND m.period = %(p)s AND m.region = %(r)s"
+    if ranks == "teams":
+        aggregate = "sum" if board.teams == "sum" else ("max" if direction == "DESC" else "min")
+        return (
+            "SELECT t.team_id AS player_id, t.score, NULL::jsonb AS metadata,"  # noqa: S608
+            " NULL::text AS tie_key,"
+            f" RANK() OVER (ORDER BY t.score {direction}) AS rank,"
+            f" ROW_NUMBER() OVER (ORDER BY t.score {direction}, t.team_id {direction}) - 1"
+            " AS position"
+            f" FROM (SELECT m.team_id, {aggregate}(m.contribution) AS score"
+            f" FROM team_members m{where}{_visible('m', reader=False)}"
+            " GROUP BY m.team_id) t"
+        )
+    return (
+        "SELECT m.player_id, m.contribution AS score, d.metadata,"  # noqa: S608
+        " NULL::text AS tie_key,"
+        f" RANK() OVER (ORDER BY m.contribution {direction}) AS rank,"
+        f" ROW_NUMBER() OVER (ORDER BY m.contribution {direction}, m.player_id {direction}) - 1"
+        " AS position"
+        " FROM team_members m LEFT JOIN player_metadata d"
+        " ON d.board_id = m.board_id AND d.player_id = m.player_id"
+        f"{where}{_visible('m')} AND m.team_id = %(t)s"
     )
 
 
@@ -189,15 +283,19 @@ def _tiebreakers(key: str | None, board: BoardConfig) -> dict[str, int] | None:
     return decode(key or "", board.tiebreakers, board.sort)
 
 
-def _entries(rows: list[Any], board: BoardConfig) -> tuple[Entry, ...]:
-    """(player_id, score, metadata, rank, tie key) rows as entries."""
+def _entries(
+    rows: list[Any], board: BoardConfig, hidden: str = "", plain: bool = False
+) -> tuple[Entry, ...]:
+    """(player_id, score, metadata, rank, tie key) rows as entries; `hidden`: the hidden
+    reader whose own entry may be among them; `plain`: teams or members (no tie-breakers)."""
     return tuple(
         Entry(
             rank=int(r[3]),
             player_id=r[0],
             score=format_score(float(r[1])),
             metadata=r[2] if isinstance(r[2], dict) else (json.loads(r[2]) if r[2] else None),
-            tiebreakers=_tiebreakers(r[4], board),
+            tiebreakers=None if plain else _tiebreakers(r[4], board),
+            hidden=bool(hidden) and r[0] == hidden,
         )
         for r in rows
     )

@@ -23,9 +23,13 @@
 --            [run of up to 2w + 1 rows starting w before where the member sits]}; better =
 --            members with a strictly better score (ties first: members before it), position =
 --            members before it in the set's order, both without the member itself.
+--   'viewer': 5 player (who reads), then one period id per set.
+--            {'OK', '1' when this shard hides the player (else just {'OK', ''}), metadata,
+--            then per set: member ('' = none), score}: the hidden reader's own entries, from
+--            the sets' shadows (hidden.lua), for the caller to put back in the reader's view.
 -- Errors: {'ERR', 'no_board'} | {'STALE', cfg text}.
 local current = redis.call('GET', KEYS[1])
-if current ~= ARGV[2] then
+if current ~= ARGV[2] and current ~= ARGV[2] .. ' ' then -- a space: the shard hides players
   if not current then return {'ERR', 'no_board'} end
   return {'STALE', current}
 end
@@ -126,6 +130,30 @@ if op == 'findmany' then
       out[#out + 1] = redis.call('HGET', KEYS[2], ARGV[i]) or ''
     else
       out[#out + 1] = ''
+      out[#out + 1] = ''
+      out[#out + 1] = ''
+    end
+  end
+  return out
+end
+
+if op == 'viewer' then
+  local player = ARGV[5]
+  local prefix = string.sub(KEYS[1], 1, #KEYS[1] - 3)
+  local L = string.byte(current, -1) == 32 and hidden_lib()
+  if not L or not L.is_hidden(prefix .. 'hidden', player) then return {'OK', ''} end
+  local shadow_of = L.shadow_of
+  local out = {'OK', '1', redis.call('HGET', KEYS[2], player) or ''}
+  local step = keyed and 2 or 1
+  for i = 0, (#KEYS - 3) / step - 1 do
+    local z = KEYS[4 + i * step]
+    local member = player
+    if keyed then member = redis.call('HGET', KEYS[5 + i * step], player) end
+    local score = member and redis.call('ZSCORE', shadow_of(z), member)
+    if score then
+      out[#out + 1] = member
+      out[#out + 1] = score
+    else
       out[#out + 1] = ''
       out[#out + 1] = ''
     end

@@ -11,7 +11,11 @@
 --
 -- KEYS: 1 cfg, 2 score range ("lo hi" over every set), 3 idempotency record, 4 sequence,
 --       5 metadata, 6 reference counts, 7 set registry, 8 rate bucket, 9 outbox stream, then
---       each sorted set (ties=first: each sorted set followed by its member map).
+--       each sorted set (ties=first and
+--       tie-breaker boards: each sorted set followed by its member map). A hidden player's
+--       submission goes to the shadow of each set (hidden.lua) and answers the ranks the player
+--       would hold on the visible set; max_entries counts hidden entries too (unhiding a player
+--       never pushes anyone out).
 -- ARGV: 1 cfg text the rules came from, 2 player, 3 score, 4 now (ms), 5 event id, 6 region
 --       ('' = none), 7 metadata JSON ('' = none), 8 request fingerprint ('' = no idempotency
 --       key), 9 idempotency TTL (s), 10 error code found by the caller ('' = none), 11 mode,
@@ -21,17 +25,23 @@
 --       20 (shards of sharded ties=first boards, else '') the member prefix of this arrival,
 --       21 the arrival as a number (kept in the record: a rebuild orders the ties by it; '' =
 --       none), 22 the tie key of the submitted tie-breakers ('' = the board has none),
---       23 the validation hook's verdict, kept in the outbox (19-22 are then '' where unused).
+--       23 the validation hook's verdict, kept in the outbox, 24 the team the submission names
+--       ('' = none), 25 the board's team aggregate ('sum' | 'best'; '' = no teams),
+--       26 the score key of the submitted score (tie-breaker boards; '' = not sent)
+--       (19-25 are '' where unused).
 -- Returns {'OK', record} | {'REPLAY', record} | {'STALE', cfg text} | {'ERR', code, ...}.
 -- A record is "event_id\tapplied\tversion\tnow_ms\tmode[\tarrival]", then one
 -- "suffix\tscore\trank\tchanged\tprevious score\tprevious rank[\ttie key]" line per set
 -- (suffix = period[:region]; rank '' = trimmed out by max_entries, '-' = not ranked: a shard
--- of a sharded board; previous '' = no entry before; the tie key of the entry kept, on
--- boards with tie-breakers), then one
+-- of a sharded board; changed '1', or '2' for a hidden player's entry (the live publisher
+-- shows only '1'); previous '' = no entry before; the tie key of the entry kept, on
+-- boards with tie-breakers; on team boards then the player's contribution to the named team
+-- after this submission, '' = unchanged or no team: teams.lua), then one
 -- "-\tsuffix\tplayer\tgone" line per entry max_entries evicted (gone = 1: that player is left on
 -- no set of the board, so its metadata was dropped).
 local mode, fp = ARGV[11], ARGV[8]
 local inc = mode == 'increment'
+-- got: {cfg, [score range], [idempotency record]}
 local got
 if inc then
   if fp ~= '' then got = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])
@@ -39,10 +49,12 @@ if inc then
 elseif fp ~= '' then
   got = redis.call('MGET', KEYS[1], KEYS[3])
   got[3] = got[2]
+  got[2] = false
 else
   got = {redis.call('GET', KEYS[1])}
 end
-if got[1] ~= ARGV[1] then
+-- the rules the caller sent, or the same with the space that says the board hides players
+if got[1] ~= ARGV[1] and got[1] ~= ARGV[1] .. ' ' then
   if not got[1] then return {'ERR', 'no_board'} end
   return {'STALE', got[1]}
 end
@@ -66,8 +78,22 @@ local function fmt(x) return string.format('%.17g', x) end
 local tkey = ARGV[22] or ''
 local tb = tkey ~= ''
 local keyed = first or tb -- entries whose member is not the player: a member map per set
+-- Team boards: the team this submission's contribution goes to (teams.lua).
+local agg = ARGV[25] or ''
+local team = agg ~= '' and ARGV[24] or ''
 local step = keyed and 2 or 1
-local n = (#KEYS - 9) / step
+local S = 9 -- the sets start after the board's own keys
+local n = (#KEYS - S) / step
+local pfx -- 'lb:{b}:' of the cfg key, for the keys of teams and of hidden players
+if team ~= '' then pfx = string.sub(KEYS[1], 1, #KEYS[1] - 3) end
+-- Hidden players: the board has some (its rules end with a space), and whether this one is.
+local any_hidden = string.byte(got[1], -1) == 32
+local shadow_of, hidden = nil, false
+if any_hidden then
+  local L = hidden_lib()
+  pfx = string.sub(KEYS[1], 1, #KEYS[1] - 3)
+  shadow_of, hidden = L.shadow_of, L.is_hidden(pfx .. 'hidden', player)
+end
 
 -- Blind increments: old scores lie in [lo, hi] on every set (0 stands for a new entry), and
 -- rounding is monotonic, so [lo + d, hi + d] inside the bounds proves every result is.
@@ -80,33 +106,44 @@ if inc and not keyed and score ~= 0 then
   else
     lo, hi = 0, 0
     for _, suffix in ipairs(redis.call('SMEMBERS', KEYS[7])) do
-      local z = string.sub(KEYS[10], 1, off - 1) .. suffix
-      local top = redis.call('ZRANGE', z, -1, -1, 'WITHSCORES')
-      local bottom = redis.call('ZRANGE', z, 0, 0, 'WITHSCORES')
-      if top[2] then hi = math.max(hi, tonumber(top[2])) end
-      if bottom[2] then lo = math.min(lo, tonumber(bottom[2])) end
+      local z = string.sub(KEYS[S + 1], 1, off - 1) .. suffix
+      for _, set in ipairs(any_hidden and {z, shadow_of(z)} or {z}) do -- and hidden entries
+        local top = redis.call('ZRANGE', set, -1, -1, 'WITHSCORES')
+        local bottom = redis.call('ZRANGE', set, 0, 0, 'WITHSCORES')
+        if top[2] then hi = math.max(hi, tonumber(top[2])) end
+        if bottom[2] then lo = math.min(lo, tonumber(bottom[2])) end
+      end
     end
     range_changed = true
   end
-  blind = hi + score <= math.min(max or SAFE, SAFE) and lo + score >= math.max(min or -SAFE, -SAFE)
+  -- A hidden player's entries are not where a blind write would put them: always planned.
+  blind = not hidden and hi + score <= math.min(max or SAFE, SAFE)
+    and lo + score >= math.max(min or -SAFE, -SAFE)
 end
 
 -- Otherwise plan every set first, so a rejected submission writes nothing.
 local plan = {}
 if not blind then
   for i = 1, n do
-    local z = KEYS[9 + (i - 1) * step + 1]
-    local m = keyed and KEYS[9 + i * 2] or nil
+    local zk = KEYS[S + (i - 1) * step + 1]
+    local m = keyed and KEYS[S + i * 2] or nil
+    local z = zk
+    if hidden then z = shadow_of(zk) end -- the hidden player's entries are in the shadow
     local member = player
     if keyed then member = redis.call('HGET', m, player) end
     local old, old_key = nil, ''
-    if member then old = tonumber(redis.call('ZSCORE', z, member)) else member = nil end
-    if tb and member then old_key = string.sub(member, 17, 16 + #tkey) end
+    if not member then
+      member = nil
+    elseif tb then -- a tie-breaker member starts with its score: no need to ask the set
+      old, old_key = unskey(member), string.sub(member, 17, 16 + #tkey)
+    else
+      old = tonumber(redis.call('ZSCORE', z, member))
+    end
     local new, new_key = nil, tkey
     if inc then
       new = (old or 0) + score
       if math.abs(new) > SAFE or (min and new < min) or (max and new > max) then
-        local suffix = string.sub(z, off)
+        local suffix = string.sub(zk, off)
         local period, region = string.match(suffix, '^([^:]+):?(.*)$')
         return {'ERR', 'bounds', period, region}
       end
@@ -139,6 +176,27 @@ if ARGV[16] ~= '' then
   redis.call('PEXPIRE', KEYS[8], 61000)
 end
 
+-- The rank an entry (score, member) holds on the visible set zv, or, for a hidden player's
+-- entry (absent: not in zv), the rank it would hold there: the player's own view. keylen: the
+-- length of the entry's tie key (tie-breaker boards). A plain board's ranks are counted in
+-- the loop instead: a call costs more than its work there.
+local plain = not (first or tb or hidden)
+local place = nil
+if not plain then place = function(zv, score_text, member, keylen, absent)
+  if first then
+    if absent then redis.call('ZADD', zv, score_text, member) end -- counted, then taken out
+    local r
+    if desc then r = redis.call('ZREVRANK', zv, member) else r = redis.call('ZRANK', zv, member) end
+    if absent then redis.call('ZREM', zv, member) end
+    return r + 1
+  elseif tb then
+    return tb_rank(zv, desc, string.sub(member, 1, 16 + keylen))
+  elseif desc then
+    return redis.call('ZCOUNT', zv, '(' .. score_text, '+inf') + 1
+  end
+  return redis.call('ZCOUNT', zv, '-inf', '(' .. score_text) + 1
+end end
+
 local version = redis.call('INCR', KEYS[4])
 local tie = ''
 if first then
@@ -159,10 +217,12 @@ local evicted
 local exact = blind and math.floor(score) == score
 for i = 1, n do
   local z, m, member, new, changed, shown
+  local zv -- the visible set (z is its shadow when the player is hidden)
   local prev, prev_rank -- the entry before this submission (nil: it had none)
   local kept = tkey -- the tie key of the entry after this submission
   if blind then
-    z = KEYS[9 + i]
+    z = KEYS[S + i]
+    zv = z
     member = player
     -- The old score: new - delta is exact when both are integers (below 2^53); else read it.
     local before
@@ -193,34 +253,31 @@ for i = 1, n do
     local p = plan[i]
     local old, old_key
     z, m, member, old, new, old_key, kept = p[1], p[2], p[3], p[4], p[5], p[6], p[7]
+    zv = hidden and KEYS[S + (i - 1) * step + 1] or z
     changed = old == nil or new ~= old or kept ~= old_key
     shown = fmt(new)
     prev = old
     if changed and old and not unranked then
       -- The rank before the write (an unchanged entry's is its rank, found below).
-      if first then
-        if desc then prev_rank = redis.call('ZREVRANK', z, member) + 1
-        else prev_rank = redis.call('ZRANK', z, member) + 1 end
-      elseif tb then
-        prev_rank = tb_rank(z, desc, string.sub(member, 1, 16 + #old_key))
-      elseif desc then
-        prev_rank = redis.call('ZCOUNT', z, '(' .. fmt(old), '+inf') + 1
-      else
-        prev_rank = redis.call('ZCOUNT', z, '-inf', '(' .. fmt(old)) + 1
-      end
+      if not plain then prev_rank = place(zv, fmt(old), member, #old_key, hidden)
+      elseif desc then prev_rank = redis.call('ZCOUNT', zv, '(' .. fmt(old), '+inf') + 1
+      else prev_rank = redis.call('ZCOUNT', zv, '-inf', '(' .. fmt(old)) + 1 end
     end
     if changed then
       local fresh = player
       if keyed then
         fresh = tie .. player
-        if tb then fresh = skey(new) .. kept .. fresh end
+        if tb then -- the caller's key of the submitted score, when that is the one kept
+          fresh = (new == score and ARGV[26] ~= nil and ARGV[26] ~= '' and ARGV[26] or skey(new))
+            .. kept .. fresh
+        end
         if member then redis.call('ZREM', z, member) end
         redis.call('HSET', m, player, fresh)
       end
       redis.call('ZADD', z, shown, fresh)
       if old == nil then
         redis.call('HINCRBY', KEYS[6], player, 1)
-        redis.call('SADD', KEYS[7], string.sub(z, off))
+        redis.call('SADD', KEYS[7], string.sub(zv, off))
       end
       member = fresh
     end
@@ -232,8 +289,74 @@ for i = 1, n do
       if new < lo then lo = new; range_changed = true end
     end
   end
+  local contribution = ''
+  if team ~= '' and changed then
+    -- The team's members set (its shadow while the player is hidden: it counts for nothing)
+    -- and, for a visible player, the team's score.
+    local sfx = string.sub(zv, off)
+    local tm = pfx .. (hidden and 'tmh:' or 'tm:') .. sfx .. ':' .. team
+    if agg == 'sum' then
+      local d = fmt(new - (prev or 0))
+      contribution = redis.call('ZINCRBY', tm, d, player)
+      if not hidden then redis.call('ZINCRBY', pfx .. 'zt:' .. sfx, d, team) end
+    else
+      contribution = fmt(new)
+      redis.call('ZADD', tm, contribution, player)
+      if not hidden then
+        local zt = pfx .. 'zt:' .. sfx
+        -- a best-mode entry only gets better: so does the team's best; else look again
+        if mode == 'best' then
+          redis.call('ZADD', zt, desc and 'GT' or 'LT', contribution, team)
+        else
+          local top
+          if desc then top = redis.call('ZREVRANGE', tm, 0, 0, 'WITHSCORES')
+          else top = redis.call('ZRANGE', tm, 0, 0, 'WITHSCORES') end
+          redis.call('ZADD', zt, top[2], team)
+        end
+      end
+    end
+  end
   local present = true
-  if changed and maxe then
+  if changed and maxe and any_hidden then
+    -- The board's best maxe entries, hidden ones among them: the worst of the visible set and
+    -- its shadow goes first.
+    local sets = {zv, shadow_of(zv)}
+    -- a < b in byte order (Lua's own comparison follows the server's locale)
+    local function bytes_lt(a, b)
+      for i = 1, math.min(#a, #b) do
+        local x, y = string.byte(a, i), string.byte(b, i)
+        if x ~= y then return x < y end
+      end
+      return #a < #b
+    end
+    local excess = redis.call('ZCARD', zv) + redis.call('ZCARD', sets[2]) - maxe
+    while excess > 0 do
+      local vset, v, vs
+      for _, set in ipairs(sets) do
+        local w
+        if desc then w = redis.call('ZRANGE', set, 0, 0, 'WITHSCORES')
+        else w = redis.call('ZREVRANGE', set, 0, 0, 'WITHSCORES') end
+        if w[1] then
+          local ws = tonumber(w[2])
+          if not v or (desc and (ws < vs or (ws == vs and bytes_lt(w[1], v))))
+              or ((not desc) and (ws > vs or (ws == vs and bytes_lt(v, w[1])))) then
+            vset, v, vs = set, w[1], ws
+          end
+        end
+      end
+      redis.call('ZREM', vset, v)
+      local vp = v
+      if keyed then
+        vp = member_player(v)
+        redis.call('HDEL', m, vp)
+      end
+      if vp == player then present = false end
+      if redis.call('HINCRBY', KEYS[6], vp, -1) <= 0 then redis.call('HDEL', KEYS[6], vp) end
+      evicted = evicted or {}
+      evicted[#evicted + 1] = {string.sub(zv, off), vp}
+      excess = excess - 1
+    end
+  elseif changed and maxe then
     local excess = redis.call('ZCARD', z) - maxe
     if excess > 0 then
       local victims
@@ -249,7 +372,7 @@ for i = 1, n do
         end
         if vp == player then present = false end
         if redis.call('HINCRBY', KEYS[6], vp, -1) <= 0 then redis.call('HDEL', KEYS[6], vp) end
-        evicted[#evicted + 1] = {string.sub(z, off), vp}
+        evicted[#evicted + 1] = {string.sub(zv, off), vp}
       end
     end
   end
@@ -257,27 +380,19 @@ for i = 1, n do
   if unranked then
     rank = '-'
   elseif present then
-    if first then
-      local r
-      if desc then r = redis.call('ZREVRANK', z, member) else r = redis.call('ZRANK', z, member) end
-      rank = r + 1
-    elseif tb then
-      rank = tb_rank(z, desc, string.sub(member, 1, 16 + #kept))
-    elseif desc then
-      rank = redis.call('ZCOUNT', z, '(' .. shown, '+inf') + 1
-    else
-      rank = redis.call('ZCOUNT', z, '-inf', '(' .. shown) + 1
-    end
+    if not plain then rank = place(zv, shown, member, #kept, hidden)
+    elseif desc then rank = redis.call('ZCOUNT', zv, '(' .. shown, '+inf') + 1
+    else rank = redis.call('ZCOUNT', zv, '-inf', '(' .. shown) + 1 end
   end
   -- One string for all lines, built once (each line its own string costs more than its work).
   local at = #parts
   parts[at + 1] = '\n'
-  parts[at + 2] = string.sub(z, off)
+  parts[at + 2] = string.sub(zv, off)
   parts[at + 3] = '\t'
   parts[at + 4] = shown
   parts[at + 5] = '\t'
   parts[at + 6] = rank
-  parts[at + 7] = changed and '\t1\t' or '\t0\t'
+  parts[at + 7] = changed and (hidden and '\t2\t' or '\t1\t') or '\t0\t'
   if prev then
     parts[at + 8] = fmt(prev)
     if unranked then prev_rank = '-' elseif not changed then prev_rank = rank end
@@ -285,7 +400,8 @@ for i = 1, n do
   else
     parts[at + 8] = '\t'
   end
-  if tb then parts[#parts + 1] = '\t' .. kept end
+  if tb or agg ~= '' then parts[#parts + 1] = '\t' .. (tb and kept or '') end
+  if agg ~= '' then parts[#parts + 1] = '\t' .. contribution end
 end
 -- Whether an evicted player is gone (on no set of the board) is decided only now: the
 -- submitting player may leave one set and enter another in this same script.
@@ -300,6 +416,13 @@ if evicted then
   end
 end
 if range_changed then redis.call('SET', KEYS[2], fmt(lo) .. ' ' .. fmt(hi)) end
+if team ~= '' and applied then -- which teams the player contributed to (for deletes, hiding)
+  local known = redis.call('HGET', pfx .. 'pt', player)
+  if not known then redis.call('HSET', pfx .. 'pt', player, team)
+  elseif not string.find(',' .. known .. ',', ',' .. team .. ',', 1, true) then
+    redis.call('HSET', pfx .. 'pt', player, known .. ',' .. team)
+  end
+end
 
 local meta = ARGV[7]
 if meta ~= '' and (not maxe or (tonumber(redis.call('HGET', KEYS[6], player)) or 0) > 0) then
@@ -311,10 +434,11 @@ local record = table.concat(parts)
 if fp ~= '' then redis.call('SET', KEYS[3], fp .. '\n' .. record, 'EX', ARGV[9]) end
 -- The outbox keeps the event until the relay has seen it in PostgreSQL: if this process dies
 -- before its queue send, the event still reaches the system of record.
-if ARGV[23] and ARGV[23] ~= '' then -- a validation hook's verdict travels with the event
-  redis.call('XADD', KEYS[9], '*', 'r', record, 'p', player, 's', delta, 'g', ARGV[6], 'm', meta,
-    'h', ARGV[23])
-else
+local verdict = ARGV[23] or '' -- a validation hook's verdict travels with the event
+if verdict == '' and team == '' then
   redis.call('XADD', KEYS[9], '*', 'r', record, 'p', player, 's', delta, 'g', ARGV[6], 'm', meta)
+else -- and the team the submission named
+  redis.call('XADD', KEYS[9], '*', 'r', record, 'p', player, 's', delta, 'g', ARGV[6], 'm', meta,
+    'h', verdict, 't', team)
 end
 return {'OK', record}

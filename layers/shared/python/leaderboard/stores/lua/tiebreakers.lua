@@ -18,6 +18,15 @@ local function skey(x)
   return string.format('%02x%02x%02x%02x%02x%02x%02x%02x', b1, b2, b3, b4, b5, b6, b7, b8)
 end
 
+-- The score a member's score key encodes (skey's inverse): exact, as the key is the bits.
+local function unskey(member)
+  local hi = tonumber(string.sub(member, 1, 8), 16)
+  local lo = tonumber(string.sub(member, 9, 16), 16)
+  if hi >= 2147483648 then hi = hi - 2147483648
+  else hi, lo = 4294967295 - hi, 4294967295 - lo end
+  return (struct.unpack('>d', struct.pack('>I4I4', hi, lo)))
+end
+
 -- 1 + the entries strictly better than a (score key .. tie key) group on a set of a
 -- tie-breaker board: a shared rank, one ZLEXCOUNT
 local function tb_rank(z, desc, group)

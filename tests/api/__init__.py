@@ -1,0 +1,1 @@
+"""The HTTP glue (leaderboard/api): bearer tokens checked by the functions themselves."""
