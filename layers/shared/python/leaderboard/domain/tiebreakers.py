@@ -157,6 +157,13 @@ def score_key(score: float) -> str:
     return raw.hex()
 
 
+def score_of_key(key: str) -> float:
+    """The score a score key encodes (score_key's inverse): exact, the key being its bits."""
+    bits = int(key, 16)
+    bits = bits ^ (1 << 63) if bits >> 63 else bits ^ 0xFFFFFFFFFFFFFFFF
+    return float(struct.unpack(">d", bits.to_bytes(8, "big"))[0])
+
+
 def member(score: float, key: str, arrival: str, player_id: str) -> str:
     """A tie-breaker board's member: score key, tie key, the arrival that orders equal tuples
     on ties=first boards ('' on shared ones), '|', the player."""

@@ -71,6 +71,7 @@ from leaderboard.domain.tiebreakers import (
     decode_with_spec,
     parse_spec,
     score_key,
+    score_of_key,
     tie_key,
 )
 from leaderboard.domain.tiebreakers import member as tiebreaker_member
@@ -304,10 +305,18 @@ def _split_suffix(suffix: str) -> tuple[str, str | None]:
     return period, region or None
 
 
-def _parse_record(record: str, replayed: bool) -> SubmitResult:
+def _record_score(text: str) -> float:
+    """A score in a submission's record: a number, or on tie-breaker boards '#' and the score's
+    key (the script then formats no number: docs/architecture.md, "The submit script")."""
+    return score_of_key(text[1:]) if text[0] == "#" else float(text)
+
+
+def _parse_record(record: str, replayed: bool, rules: WriteRules | None = None) -> SubmitResult:
     """A submission's record. Lines carry the set's suffix (period[:region]) and the entry
     before; records written before issue 22 (still in outboxes and idempotency records) carry
-    period and region, and no entry before."""
+    period and region, and no entry before. `rules`: the board's, whose tie-breakers decode the
+    tie keys kept (None or a board without: none decoded)."""
+    decode = rules.decode if rules is not None and rules.tiebreakers else None
     head, *lines = record.split("\n")
     event_id, applied, version, now_ms, operation, *arrival = head.split("\t")
     standings: list[Standing] = []
@@ -332,13 +341,14 @@ def _parse_record(record: str, replayed: bool) -> SubmitResult:
             Standing(
                 period=period,
                 region=region,
-                score=format_score(float(score)),
+                score=format_score(_record_score(score)),
                 rank=int(rank) if rank and rank != "-" else None,
                 changed=changed != "0",
                 unranked=rank == "-",
-                previous_score=format_score(float(before)) if before else None,
+                previous_score=format_score(_record_score(before)) if before else None,
                 previous_rank=int(before_rank) if before_rank and before_rank != "-" else None,
                 tie_key=tie_key,
+                tiebreakers=decode(tie_key) if decode is not None else None,
                 team_contribution=format_score(float(contribution)) if contribution else None,
             )
         )
@@ -551,8 +561,8 @@ class RedisIndex:
                 reply = self._submit(keys=keys, args=args)
             status = reply[0]
             if status in ("OK", "REPLAY"):
-                result = self._decoded(
-                    board_id, _parse_record(reply[1], replayed=status == "REPLAY")
+                result = _parse_record(
+                    reply[1], status == "REPLAY", self._rules_of(board_id)
                 ).screened(screening)
                 return result if replicated else replace(result, replicated=False)
             if status != "STALE":
@@ -668,8 +678,8 @@ class RedisIndex:
                     raise reply
                 status = reply[0]
                 if status in ("OK", "REPLAY"):
-                    result = self._decoded(
-                        board_id, _parse_record(reply[1], replayed=status == "REPLAY")
+                    result = _parse_record(
+                        reply[1], status == "REPLAY", self._rules_of(board_id)
                     ).screened(screening_of(i))
                     if self.replica_acks and not confirmed[nodes[i]]:
                         result = replace(result, replicated=False)
@@ -777,13 +787,9 @@ class RedisIndex:
             args += [""] * (25 - len(args)) + [score_key(float(score))]
         return script_keys, args
 
-    def _decoded(self, board_id: str, result: SubmitResult) -> SubmitResult:
-        """The standings' tie-breaker values, from the tie keys the script kept."""
-        rules = self._rules.get(board_id) or self.write_rules(board_id)
-        if rules is None or not rules.tiebreakers:
-            return result
-        standings = tuple(replace(s, tiebreakers=rules.decode(s.tie_key)) for s in result.standings)
-        return replace(result, standings=standings)
+    def _rules_of(self, board_id: str) -> WriteRules | None:
+        """The board's rules, to decode the tie keys a record keeps (cached; read if unknown)."""
+        return self._rules.get(board_id) or self.write_rules(board_id)
 
     def _arrival(self) -> int:
         """Microseconds on this host's clock, never going back within the process."""
@@ -1421,9 +1427,7 @@ class RedisIndex:
         return [
             (
                 entry_id,
-                _with_verdict(
-                    self._decoded(board_id, _parse_record(fields["r"], replayed=False)), fields
-                ),
+                _with_verdict(_parse_record(fields["r"], False, self._rules_of(board_id)), fields),
                 fields,
             )
             for entry_id, fields in rows

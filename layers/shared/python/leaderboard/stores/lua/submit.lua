@@ -32,7 +32,9 @@
 -- Returns {'OK', record} | {'REPLAY', record} | {'STALE', cfg text} | {'ERR', code, ...}.
 -- A record is "event_id\tapplied\tversion\tnow_ms\tmode[\tarrival]", then one
 -- "suffix\tscore\trank\tchanged\tprevious score\tprevious rank[\ttie key]" line per set
--- (suffix = period[:region]; rank '' = trimmed out by max_entries, '-' = not ranked: a shard
+-- (suffix = period[:region]; on tie-breaker boards each score is '#' and the score's key,
+-- which the caller decodes, as formatting a number costs the script more than its work there;
+-- rank '' = trimmed out by max_entries, '-' = not ranked: a shard
 -- of a sharded board; changed '1', or '2' for a hidden player's entry (the live publisher
 -- shows only '1'); previous '' = no entry before; the tie key of the entry kept, on
 -- boards with tie-breakers; on team boards then the player's contribution to the named team
@@ -78,6 +80,8 @@ local function fmt(x) return string.format('%.17g', x) end
 local tkey = ARGV[22] or ''
 local tb = tkey ~= ''
 local keyed = first or tb -- entries whose member is not the player: a member map per set
+-- the submitted score's key (the caller sends it; older callers do not)
+local sk_sent = tb and (ARGV[26] ~= nil and ARGV[26] ~= '' and ARGV[26] or skey(score)) or nil
 -- Team boards: the team this submission's contribution goes to (teams.lua).
 local agg = ARGV[25] or ''
 local team = agg ~= '' and ARGV[24] or ''
@@ -131,16 +135,29 @@ if not blind then
     if hidden then z = shadow_of(zk) end -- the hidden player's entries are in the shadow
     local member = player
     if keyed then member = redis.call('HGET', m, player) end
-    local old, old_key = nil, ''
+    local old, old_key, old_sk = nil, '', nil
     if not member then
       member = nil
-    elseif tb then -- a tie-breaker member starts with its score: no need to ask the set
-      old, old_key = unskey(member), string.sub(member, 17, 16 + #tkey)
+    elseif tb then
+      -- A tie-breaker member starts with its score's key: the tuple compares as text, and
+      -- the number is decoded only where arithmetic needs it (an increment, a team's sum).
+      old_sk, old_key = string.sub(member, 1, 16), string.sub(member, 17, 16 + #tkey)
+      if inc then old = unskey(member) end
     else
       old = tonumber(redis.call('ZSCORE', z, member))
     end
-    local new, new_key = nil, tkey
-    if inc then
+    local new, new_key, new_sk = nil, tkey, nil
+    if tb and not inc then
+      new = score
+      new_sk = sk_sent
+      if old_sk and mode == 'best' then -- the whole tuple: the score, then the tie-breakers
+        local held = old_sk .. old_key
+        local sent = new_sk .. tkey
+        if (desc and sent <= held) or ((not desc) and sent >= held) then
+          new, new_key, new_sk = nil, old_key, old_sk -- kept: its number is not needed
+        end
+      end
+    elseif inc then
       new = (old or 0) + score
       if math.abs(new) > SAFE or (min and new < min) or (max and new > max) then
         local suffix = string.sub(zk, off)
@@ -158,7 +175,8 @@ if not blind then
     else
       new = score
     end
-    plan[i] = {z, m, member, old, new, old_key, new_key}
+    if tb and inc then new_sk = new == score and sk_sent or skey(new) end
+    plan[i] = {z, m, member, old, new, old_key, new_key, old_sk, new_sk}
   end
 end
 
@@ -181,10 +199,13 @@ end
 -- length of the entry's tie key (tie-breaker boards). A plain board's ranks are counted in
 -- the loop instead: a call costs more than its work there.
 local plain = not (first or tb or hidden)
+local lexed = tb and not first -- ranked by the (score key .. tie key) group the entry is in
 local place = nil
 if not plain then place = function(zv, score_text, member, keylen, absent)
   if first then
-    if absent then redis.call('ZADD', zv, score_text, member) end -- counted, then taken out
+    if absent then -- counted, then taken out (a tie-breaker record shows scores as keys)
+      redis.call('ZADD', zv, tb and fmt(unskey(member)) or score_text, member)
+    end
     local r
     if desc then r = redis.call('ZREVRANK', zv, member) else r = redis.call('ZRANK', zv, member) end
     if absent then redis.call('ZREM', zv, member) end
@@ -210,6 +231,7 @@ elseif tb then
 end
 
 local applied = false
+local joined = false -- the player entered a team's members set
 local parts = {ARGV[5], '\t', '0', '\t', version, '\t', ARGV[4], '\t', mode}
 if ARGV[21] and ARGV[21] ~= '' then parts[#parts + 1] = '\t' .. ARGV[21] end -- the arrival ordering its ties
 local evicted
@@ -219,6 +241,9 @@ for i = 1, n do
   local z, m, member, new, changed, shown
   local zv -- the visible set (z is its shadow when the player is hidden)
   local prev, prev_rank -- the entry before this submission (nil: it had none)
+  local prev_text -- its score as the record shows it (nil: none)
+  local new_text -- the entry's score as a number's text, once written
+  local old_sk, new_sk -- tie-breaker boards: the score keys of the entry before and after
   local kept = tkey -- the tie key of the entry after this submission
   if blind then
     z = KEYS[S + i]
@@ -236,6 +261,7 @@ for i = 1, n do
     else
       new = tonumber(shown)
       if exact then prev = new - score else prev = tonumber(before) end
+      if prev then prev_text = fmt(prev) end
       if prev and not unranked then
         -- Counted after the write: only this player moved, so leave its own entry out.
         if desc then
@@ -248,18 +274,32 @@ for i = 1, n do
       end
     end
     new = tonumber(shown)
+    new_text = shown
     changed = true
   else
     local p = plan[i]
     local old, old_key
     z, m, member, old, new, old_key, kept = p[1], p[2], p[3], p[4], p[5], p[6], p[7]
+    old_sk, new_sk = p[8], p[9]
     zv = hidden and KEYS[S + (i - 1) * step + 1] or z
-    changed = old == nil or new ~= old or kept ~= old_key
-    shown = fmt(new)
+    if tb then
+      -- Scores travel as their keys ('#' + 16 hex digits, decoded by the caller): the
+      -- script formats no number.
+      changed = old_sk == nil or new_sk ~= old_sk or kept ~= old_key
+      shown = '#' .. new_sk
+      if old_sk then prev_text = '#' .. old_sk end
+    else
+      changed = old == nil or new ~= old or kept ~= old_key
+      shown = fmt(new)
+      if old then prev_text = fmt(old) end
+    end
     prev = old
-    if changed and old and not unranked then
+    -- a team's sum needs the number a tie-breaker entry held (the old member has it)
+    if tb and changed and old_sk and not old and agg == 'sum' then prev = unskey(member) end
+    if changed and prev_text and not unranked then
       -- The rank before the write (an unchanged entry's is its rank, found below).
-      if not plain then prev_rank = place(zv, fmt(old), member, #old_key, hidden)
+      if lexed then prev_rank = tb_rank(zv, desc, old_sk .. old_key)
+      elseif not plain then prev_rank = place(zv, prev_text, member, #old_key, hidden)
       elseif desc then prev_rank = redis.call('ZCOUNT', zv, '(' .. fmt(old), '+inf') + 1
       else prev_rank = redis.call('ZCOUNT', zv, '-inf', '(' .. fmt(old)) + 1 end
     end
@@ -267,15 +307,14 @@ for i = 1, n do
       local fresh = player
       if keyed then
         fresh = tie .. player
-        if tb then -- the caller's key of the submitted score, when that is the one kept
-          fresh = (new == score and ARGV[26] ~= nil and ARGV[26] ~= '' and ARGV[26] or skey(new))
-            .. kept .. fresh
-        end
+        if tb then fresh = new_sk .. kept .. fresh end
         if member then redis.call('ZREM', z, member) end
         redis.call('HSET', m, player, fresh)
       end
-      redis.call('ZADD', z, shown, fresh)
-      if old == nil then
+      -- a tie-breaker entry's score: as the caller sent it when that is the one kept
+      if tb then new_text = new_sk == sk_sent and delta or fmt(new) else new_text = shown end
+      redis.call('ZADD', z, new_text, fresh)
+      if not prev_text then
         redis.call('HINCRBY', KEYS[6], player, 1)
         redis.call('SADD', KEYS[7], string.sub(zv, off))
       end
@@ -296,12 +335,15 @@ for i = 1, n do
     local sfx = string.sub(zv, off)
     local tm = pfx .. (hidden and 'tmh:' or 'tm:') .. sfx .. ':' .. team
     if agg == 'sum' then
-      local d = fmt(new - (prev or 0))
+      local dn = new - (prev or 0)
+      local d = prev and fmt(dn) or new_text
       contribution = redis.call('ZINCRBY', tm, d, player)
+      -- equal to the change only when the player was not on the team's set before (or held 0)
+      if tonumber(contribution) == dn then joined = true end
       if not hidden then redis.call('ZINCRBY', pfx .. 'zt:' .. sfx, d, team) end
     else
-      contribution = fmt(new)
-      redis.call('ZADD', tm, contribution, player)
+      contribution = new_text
+      if redis.call('ZADD', tm, contribution, player) == 1 then joined = true end
       if not hidden then
         local zt = pfx .. 'zt:' .. sfx
         -- a best-mode entry only gets better: so does the team's best; else look again
@@ -380,7 +422,8 @@ for i = 1, n do
   if unranked then
     rank = '-'
   elseif present then
-    if not plain then rank = place(zv, shown, member, #kept, hidden)
+    if lexed then rank = tb_rank(zv, desc, new_sk .. kept)
+    elseif not plain then rank = place(zv, shown, member, #kept, hidden)
     elseif desc then rank = redis.call('ZCOUNT', zv, '(' .. shown, '+inf') + 1
     else rank = redis.call('ZCOUNT', zv, '-inf', '(' .. shown) + 1 end
   end
@@ -393,8 +436,8 @@ for i = 1, n do
   parts[at + 5] = '\t'
   parts[at + 6] = rank
   parts[at + 7] = changed and (hidden and '\t2\t' or '\t1\t') or '\t0\t'
-  if prev then
-    parts[at + 8] = fmt(prev)
+  if prev_text then
+    parts[at + 8] = prev_text
     if unranked then prev_rank = '-' elseif not changed then prev_rank = rank end
     parts[at + 9] = '\t' .. (prev_rank or '')
   else
@@ -416,7 +459,9 @@ if evicted then
   end
 end
 if range_changed then redis.call('SET', KEYS[2], fmt(lo) .. ' ' .. fmt(hi)) end
-if team ~= '' and applied then -- which teams the player contributed to (for deletes, hiding)
+-- Which teams the player contributed to (for deletes, hiding): asked only when the player
+-- joined a team's members set, as a set's first entry always adds the team here.
+if team ~= '' and joined then
   local known = redis.call('HGET', pfx .. 'pt', player)
   if not known then redis.call('HSET', pfx .. 'pt', player, team)
   elseif not string.find(',' .. known .. ',', ',' .. team .. ',', 1, true) then
