@@ -1,4 +1,5 @@
-"""Admin API: board configuration, player removal, hidden players, flagged submissions, health.
+"""Admin API: board configuration, seasons ended by hand, player removal, hidden players, flagged
+submissions, health.
 PostgreSQL + Redis."""
 
 from __future__ import annotations
@@ -71,6 +72,14 @@ def hidden_players(board_id: str) -> Response:
     who = caller(app)
     require_admin(who)
     return json_response(200, boards.hidden_players(board_id, query(app), who))
+
+
+@app.post("/boards/<board_id>/periods/end")
+def end_period(board_id: str) -> Response:
+    who = caller(app)
+    require_admin(who)
+    no_query(app)
+    return json_response(200, boards.end_period(board_id, who))
 
 
 @app.post("/boards/<board_id>/rebuild")

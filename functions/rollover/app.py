@@ -1,9 +1,10 @@
-"""Rollover (EventBridge Scheduler, daily/weekly/monthly shortly after 00:00 UTC): archives
-closed periods into PostgreSQL and frees their serving keys after the retention.
+"""Rollover (EventBridge Scheduler, daily/weekly/monthly shortly after 00:00 UTC, and every
+minute for the boards whose custom periods are due): archives closed periods into PostgreSQL and
+frees their serving keys after the retention.
 
-The event may name the period kinds ({"kinds": ["weekly"]}), the boards ({"boards": ["arena"]})
-and, to re-run or test, the instant to act at ({"at": "2026-11-23T00:05:00Z"}); otherwise it
-acts now, on every kind of every board.
+The event may name the period kinds ({"kinds": ["weekly"]}), the boards ({"boards": ["arena"]}),
+only the boards that are due ({"due": true}) and, to re-run or test, the instant to act at
+({"at": "2026-11-23T00:05:00Z"}); otherwise it acts now, on every kind of every board.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from leaderboard.api.observability import logger, metrics, tracer
 from leaderboard.domain.errors import ConfigurationError
-from leaderboard.domain.periods import PERIOD_KINDS
+from leaderboard.domain.periods import BOARD_PERIOD_KINDS
 from leaderboard.services.rollover import Rollover
 from leaderboard.settings import DatabaseSettings, RedisSettings
 from leaderboard.stores.postgres import Database
@@ -46,7 +47,7 @@ def _instant(event: dict[str, Any]) -> datetime | None:
 @metrics.log_metrics(raise_on_empty_metrics=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     event = event if isinstance(event, dict) else {}
-    kinds = {k for k in event.get("kinds") or () if k in PERIOD_KINDS} or None
+    kinds = {k for k in event.get("kinds") or () if k in BOARD_PERIOD_KINDS} or None
     at = _instant(event)
     rollover = Rollover(db, index, (lambda: at) if at else _now, retention=retention)
     boards = {str(b) for b in event["boards"]} if isinstance(event.get("boards"), list) else None
@@ -54,6 +55,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         kinds,
         keep_going=lambda: context.get_remaining_time_in_millis() > SAFETY_MS,
         board_ids=boards,
+        due=event.get("due") is True,
     )
     metrics.add_metric(name="PeriodsArchived", unit="Count", value=len(report.archived))
     metrics.add_metric(name="ArchiveDifferences", unit="Count", value=report.differences)

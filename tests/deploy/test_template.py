@@ -42,6 +42,7 @@ ADMIN = {
     "PUT /boards/{board_id}",
     "DELETE /boards/{board_id}/players/{player_id}",
     "POST /boards/{board_id}/rebuild",
+    "POST /boards/{board_id}/periods/end",
     "GET /boards/{board_id}/flags",
     "PUT /boards/{board_id}/hidden/{player_id}",
     "DELETE /boards/{board_id}/hidden/{player_id}",
@@ -202,7 +203,11 @@ def test_schedules_and_migrations():
         "daily": "cron(5 0 * * ? *)",
         "weekly": "cron(5 0 ? * MON *)",
         "monthly": "cron(5 0 1 * ? *)",
+        "custom": "rate(1 minute)",  # the boards whose custom periods ended, only
     }
+    inputs = [json.loads(e["Properties"]["Input"]) for e in events["RolloverFunction"].values()]
+    assert {"kinds": ["custom"], "due": True} in inputs
+    assert {"kinds": ["daily", "custom"]} in inputs  # the daily net under the due list
     custom = RESOURCES["DatabaseMigrations"]["Properties"]
     assert _getatt(custom["ServiceToken"]) == ("MigrationsFunction", "Arn")
     assert _ref(custom["SharedLayer"]) == "SharedLayer"  # new code, migrations run again

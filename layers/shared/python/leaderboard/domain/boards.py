@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from leaderboard.domain.errors import BadRequest, Conflict
 from leaderboard.domain.hooks import HookConfig, parse_hook_field
 from leaderboard.domain.live import DEFAULT_LIVE_TOP, MAX_LIVE_TOP, board_channel
-from leaderboard.domain.periods import ALL_TIME, PERIOD_KINDS, WEEKLY
+from leaderboard.domain.periods import (
+    ALL_TIME,
+    BOARD_PERIOD_KINDS,
+    CUSTOM,
+    KEPT_ENDS,
+    WEEKLY,
+    Calendar,
+)
+from leaderboard.domain.schedules import Schedule
 from leaderboard.domain.shards import MAX_SHARDS
 from leaderboard.domain.tiebreakers import TieBreaker, parse_columns, script_spec
 from leaderboard.domain.validation import (
@@ -28,7 +37,16 @@ MAX_REGIONS = 32
 MAX_ENTRIES_LIMIT = 10_000_000
 MAX_RATE_PER_MINUTE = 100_000
 # Once a board has entries these would silently change the meaning of stored scores.
-IMMUTABLE_WITH_ENTRIES = ("sort", "mode", "ties", "periods", "shards", "tiebreakers", "teams")
+IMMUTABLE_WITH_ENTRIES = (
+    "sort",
+    "mode",
+    "ties",
+    "periods",
+    "shards",
+    "tiebreakers",
+    "teams",
+    "schedule",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +72,11 @@ class BoardConfig:
     validation_hook: HookConfig | None = None
     # Team rankings: "sum" or "best" (TEAM_AGGREGATES); None: the board ranks players only.
     teams: str | None = None
+    # When the `custom` periods end (leaderboard/domain/schedules.py); None: no custom periods.
+    schedule: Schedule | None = None
+    # Instants (ISO 8601, UTC) an admin ended the current custom period at, oldest first: the
+    # newest KEPT_ENDS (POST /boards/{id}/periods/end).
+    ended_by_hand: tuple[str, ...] = ()
     created_at: str = ""
     updated_at: str = ""
     version: int = 1
@@ -68,7 +91,13 @@ class BoardConfig:
         data["regions"] = list(self.regions) if self.regions is not None else None
         data["tiebreakers"] = [c.to_public() for c in self.tiebreakers]
         data["live_channel"] = board_channel(self.board_id)
+        data["schedule"] = self.schedule.to_json() if self.schedule is not None else None
+        data["ended_by_hand"] = list(self.ended_by_hand)
         return data
+
+    def calendar(self) -> Calendar | None:
+        """Where this board's custom periods start and end (None: it keeps none)."""
+        return board_calendar(self.schedule, self.created_at, self.ended_by_hand)
 
     def to_script_config(self) -> dict[str, Any]:
         """The compact form the Redis scripts read; null rules are left out."""
@@ -88,6 +117,13 @@ class BoardConfig:
             cfg["hook"] = self.validation_hook.to_json()
         if self.teams is not None:
             cfg["teams"] = self.teams
+        if self.schedule is not None:
+            # The write path places a submission's custom period with these (the scripts skip
+            # them); an end by hand changes the text, so every cached copy goes stale at once.
+            cfg["sched"] = self.schedule.to_json()
+            cfg["since"] = self.created_at
+            if self.ended_by_hand:
+                cfg["ends"] = list(self.ended_by_hand)
         optional = {
             "regions": list(self.regions) if self.regions else None,
             "max_entries": self.max_entries,
@@ -120,6 +156,8 @@ class BoardConfig:
             tiebreakers=parse_columns(data.get("tiebreakers")),
             validation_hook=HookConfig.from_json(data.get("validation_hook")),
             teams=data.get("teams"),
+            schedule=Schedule.parse(data["schedule"]) if data.get("schedule") else None,
+            ended_by_hand=tuple(data.get("ended_by_hand") or ()),
             created_at=data.get("created_at", ""),
             updated_at=data.get("updated_at", ""),
             version=int(data.get("version", 1)),
@@ -143,7 +181,42 @@ _FIELDS = (
     "tiebreakers",
     "validation_hook",
     "teams",
+    "schedule",
 )
+
+
+def board_calendar(
+    schedule: Schedule | None, created_at: str, ended_by_hand: Collection[str]
+) -> Calendar | None:
+    """A board's Calendar from its stored fields (also from the scripts' cfg: sched, since,
+    ends)."""
+    if schedule is None:
+        return None
+    return Calendar(
+        schedule,
+        _instant(created_at),
+        tuple(_instant(text) for text in ended_by_hand),
+    )
+
+
+def _instant(text: str) -> datetime:
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def end_by_hand(board: BoardConfig, now: datetime, now_iso: str) -> BoardConfig:
+    """The board with its current custom period ended at `now` (a season ended by an admin):
+    Conflict when it keeps no custom periods, or the current one started this very second."""
+    calendar = board.calendar()
+    if calendar is None:
+        raise Conflict(
+            "the board keeps no custom periods to end (periods without custom)", field="periods"
+        )
+    at = now.astimezone(UTC).replace(microsecond=0)
+    if calendar.start_at(at) >= at:
+        raise Conflict("the current period started less than a second ago; nothing to end")
+    ends = (*board.ended_by_hand, at.strftime("%Y-%m-%dT%H:%M:%SZ"))[-KEPT_ENDS:]
+    return replace(board, ended_by_hand=ends, updated_at=now_iso, version=board.version + 1)
 
 
 def _choice(value: Any, name: str, allowed: tuple[str, ...]) -> str:
@@ -173,10 +246,10 @@ def _parse_field(name: str, value: Any, hook_targets: Collection[str]) -> Any:
         if not isinstance(value, list) or not value:
             raise BadRequest("periods must be a non-empty list", field=name)
         for item in value:
-            _choice(item, name, PERIOD_KINDS)
+            _choice(item, name, BOARD_PERIOD_KINDS)
         if len(set(value)) != len(value):
             raise BadRequest("periods must not repeat", field=name)
-        return tuple(k for k in PERIOD_KINDS if k in value)
+        return tuple(k for k in BOARD_PERIOD_KINDS if k in value)
     if name == "max_entries":
         return (
             None
@@ -219,6 +292,8 @@ def _parse_field(name: str, value: Any, hook_targets: Collection[str]) -> Any:
         return parse_hook_field(value, hook_targets)
     if name == "teams":
         return None if value is None else _choice(value, name, TEAM_AGGREGATES)
+    if name == "schedule":
+        return None if value is None else Schedule.parse(value)
     raise AssertionError(name)  # pragma: no cover
 
 
@@ -270,6 +345,12 @@ def parse_board_request(
         # submission's script reaches one shard: a team total could not change with it.
         raise BadRequest(
             "teams cannot be exact on a sharded board: use shards 1, or no teams", field="teams"
+        )
+    if (CUSTOM in board.periods) != (board.schedule is not None):
+        raise BadRequest(
+            "a board keeps custom periods exactly when it has a schedule: add both `custom` to "
+            "periods and a schedule, or neither",
+            field="schedule",
         )
     if existing is not None and has_entries:
         changed = [f for f in IMMUTABLE_WITH_ENTRIES if getattr(existing, f) != getattr(board, f)]

@@ -1,7 +1,8 @@
 """Period ids and boundaries, all in UTC.
 
 A board keeps one sorted set per period it tracks: `all-time`, a day (`2026-11-22`), an ISO week
-(`2026-W47`, Monday 00:00 to the next Monday) or a month (`2026-11`).
+(`2026-W47`, Monday 00:00 to the next Monday), a month (`2026-11`), or a period of the board's
+own schedule (`custom`: its id is its start, `2026-11-22T170000Z`; see `Calendar`).
 """
 
 from __future__ import annotations
@@ -10,17 +11,26 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from leaderboard.domain.errors import BadRequest
+from leaderboard.domain.errors import BadRequest, NotFound
+from leaderboard.domain.schedules import Schedule
 
 ALL_TIME = "all-time"
 DAILY = "daily"
 WEEKLY = "weekly"
 MONTHLY = "monthly"
 PERIOD_KINDS: tuple[str, ...] = (ALL_TIME, DAILY, WEEKLY, MONTHLY)
+# A board's own schedule (a cron in a time zone, and ends by hand): boards.py `schedule`.
+CUSTOM = "custom"
+BOARD_PERIOD_KINDS: tuple[str, ...] = (*PERIOD_KINDS, CUSTOM)
+# The newest ends by hand a board keeps in its rules: enough to place every period not yet
+# archived (older ones are read with the bounds their archive recorded).
+KEPT_ENDS = 16
 
 _DAY_RE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})")
 _WEEK_RE = re.compile(r"([0-9]{4})-W([0-9]{2})")
 _MONTH_RE = re.compile(r"([0-9]{4})-([0-9]{2})")
+_CUSTOM_RE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})T([0-9]{2})([0-9]{2})([0-9]{2})Z")
+CUSTOM_ID_LENGTH = 18
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +45,9 @@ class Period:
     def is_open_at(self, now: datetime) -> bool:
         if self.kind == ALL_TIME:
             return True
-        assert self.starts_at is not None and self.ends_at is not None
-        return self.starts_at <= now < self.ends_at
+        assert self.starts_at is not None
+        # a custom period without an end yet: its board's periods end only by hand
+        return self.starts_at <= now and (self.ends_at is None or now < self.ends_at)
 
 
 ALL_TIME_PERIOD = Period(ALL_TIME, ALL_TIME, None, None)
@@ -83,8 +94,13 @@ def current_periods(now: datetime) -> dict[str, Period]:
 
 
 def parse_period_id(value: str) -> Period:
-    """An explicit period id; malformed or impossible dates (2026-W54, 2026-02-30) are refused."""
+    """An explicit period id; malformed or impossible dates (2026-W54, 2026-02-30) are refused.
+    A custom period's id gives its start only (ends_at None): its board's `Calendar` places it."""
     try:
+        if m := _CUSTOM_RE.fullmatch(value):
+            y, mo, d, h, mi, sec = (int(g) for g in m.groups())
+            start = datetime(y, mo, d, h, mi, sec, tzinfo=UTC)
+            return Period(CUSTOM, value, start, None)
         if m := _DAY_RE.fullmatch(value):
             return _day(date(int(m[1]), int(m[2]), int(m[3])))
         if m := _WEEK_RE.fullmatch(value):
@@ -94,8 +110,8 @@ def parse_period_id(value: str) -> Period:
     except (ValueError, OverflowError):  # impossible dates, and year 9999's last period
         pass
     raise BadRequest(
-        "period must be all-time, daily, weekly, monthly, or an id like 2026-11-22, "
-        "2026-W47 or 2026-11",
+        "period must be all-time, daily, weekly, monthly, custom, or an id like 2026-11-22, "
+        "2026-W47, 2026-11 or 2026-11-22T170000Z",
         field="period",
     )
 
@@ -106,7 +122,9 @@ def resolve_period(value: str | None, now: datetime) -> Period:
         return ALL_TIME_PERIOD
     if value in PERIOD_KINDS:
         return current_period(value, now)
-    if len(value) > 10:
+    if value == CUSTOM:
+        return Period(CUSTOM, CUSTOM, None, None)  # placed by the board's Calendar
+    if len(value) > CUSTOM_ID_LENGTH:
         raise BadRequest("period is malformed", field="period")
     return parse_period_id(value)
 
@@ -116,3 +134,71 @@ def previous_period(period: Period) -> Period:
     if period.starts_at is None:
         raise ValueError("all-time has no previous period")
     return current_period(period.kind, period.starts_at - timedelta(microseconds=1))
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def period_json(period: Period, now: datetime) -> dict[str, str | None]:
+    """A period as the API shows it (status open or closed; the archive's is the rollover's)."""
+    return {
+        "period": period.id,
+        "kind": period.kind,
+        "starts_at": _iso(period.starts_at),
+        "ends_at": _iso(period.ends_at),
+        "status": "open" if period.is_open_at(now) else "closed",
+    }
+
+
+def custom_period_id(start: datetime) -> str:
+    return start.astimezone(UTC).strftime("%Y-%m-%dT%H%M%SZ")
+
+
+@dataclass(frozen=True, slots=True)
+class Calendar:
+    """A board's custom periods. A period starts where the last one ended and ends at the next
+    fire of the board's schedule or when an admin ends it, whichever comes first; the first
+    starts at the schedule's last fire before the board was made, or when it was made (a
+    schedule without a cron: seasons ended by hand only). Its id is its start, to the second,
+    so the same instant always names the same period, on every function."""
+
+    schedule: Schedule
+    since: datetime  # when the board was made
+    ends: tuple[datetime, ...] = ()  # ends by hand, oldest first (the newest KEPT_ENDS)
+
+    def start_at(self, at: datetime) -> datetime:
+        """The start of the period that holds the instant `at`."""
+        bounds = [end for end in self.ends if end <= at]
+        fire = self.schedule.last_fire(at)
+        if fire is not None:
+            bounds.append(fire)
+        elif self.since <= at:
+            bounds.append(self.since)  # no cron: the first season starts with the board
+        return max(bounds) if bounds else self.since
+
+    def end_after(self, start: datetime) -> datetime | None:
+        """Where the period that starts at `start` ends (None: only by hand, not yet)."""
+        candidates = [end for end in self.ends if end > start]
+        fire = self.schedule.next_fire(start)
+        if fire is not None:
+            candidates.append(fire)
+        return min(candidates) if candidates else None
+
+    def period_at(self, at: datetime) -> Period:
+        start = self.start_at(at)
+        return Period(CUSTOM, custom_period_id(start), start, self.end_after(start))
+
+    def place(self, period: Period) -> Period:
+        """A custom period id's period on this board; NotFound when no period starts there."""
+        assert period.starts_at is not None
+        start = period.starts_at
+        if self.start_at(start) != start:
+            raise NotFound(f"no data for period {period.id}", period=period.id)
+        return Period(CUSTOM, period.id, start, self.end_after(start))
+
+    def resolve(self, period: Period, now: datetime) -> Period:
+        """`custom` (the current period) or a custom id, placed on this board."""
+        if period.id == CUSTOM:
+            return self.period_at(now)
+        return self.place(period)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping
+from datetime import timedelta
 from typing import Any
 
 from leaderboard.domain.auth import Caller, require_admin
-from leaderboard.domain.boards import parse_board_request
+from leaderboard.domain.boards import end_by_hand, parse_board_request
 from leaderboard.domain.clock import Clock, iso, system_clock, to_ms
 from leaderboard.domain.errors import BadRequest, BoardMissing, NotFound
 from leaderboard.domain.events import new_event_id
+from leaderboard.domain.periods import period_json
 from leaderboard.domain.validation import (
     known_params,
     query_int,
@@ -64,7 +66,36 @@ class BoardAdminService:
             Rebuilder(self.db, self.index).rebuild(board_id)
         else:
             self.index.publish_board(board)
+        if board.schedule is not None or (existing is not None and existing.schedule is not None):
+            # the rollover's next minute looks at it, and knows from then on when it is due
+            self.index.rollover_due_at(board_id, self.clock())
         return board.to_public(), existing is None
+
+    def end_period(self, board_id: str, caller: Caller) -> dict[str, Any]:
+        """End the board's current custom period now (a season ended by hand) and start the
+        next; the rollover archives the ended one as it does a scheduled end. The end is the
+        next whole second: a submission still on the old rules until they are published goes
+        to the period that contains its own instant."""
+        require_admin(caller)
+        board_id = require_board_id(board_id)
+        now = self.clock()
+        with self.db.transaction() as conn:
+            existing = self.boards.get_for_update(conn, board_id)
+            if existing is None:
+                raise NotFound(f"board {board_id!r} does not exist", board_id=board_id)
+            at = now.replace(microsecond=0) + timedelta(seconds=1)
+            board = end_by_hand(existing, at, iso(now))
+            self.boards.save(conn, board)
+        self.index.publish_board(board)
+        self.index.rollover_due_at(board_id, at)  # the ended period is archived from `at` on
+        calendar = board.calendar()
+        assert calendar is not None
+        return {
+            "board_id": board_id,
+            # as from the end on: the ended period closed, the new one open
+            "ended": period_json(calendar.period_at(at - timedelta(microseconds=1)), at),
+            "current": period_json(calendar.period_at(at), at),
+        }
 
     def rebuild(self, board_id: str, caller: Caller) -> dict[str, Any]:
         """Reload a board's serving data from the record (after the cache lost data)."""

@@ -23,8 +23,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from leaderboard.domain.boards import BoardConfig
 from leaderboard.domain.live import DEFAULT_LIVE_TOP, Channel, ChannelUpdate, fit_message
-from leaderboard.domain.periods import PERIOD_KINDS, current_period
+from leaderboard.domain.periods import BOARD_PERIOD_KINDS, CUSTOM, current_period
 from leaderboard.stores.redis_live import BoardChanges, BoardChannels, LiveIndex
 
 log = logging.getLogger(__name__)
@@ -71,11 +72,17 @@ def _iso_ms(moment: datetime) -> str:
 
 def board_channels(board: dict[str, Any], now: datetime) -> BoardChannels:
     """The channels of a board from its public object, with the period ids current at `now`."""
-    kinds = [k for k in PERIOD_KINDS if k in (board.get("periods") or [])]
+    kinds = [k for k in BOARD_PERIOD_KINDS if k in (board.get("periods") or [])]
     regions: list[str | None] = [None, *(board.get("regions") or [])]
-    channels = tuple(
-        Channel(kind, current_period(kind, now).id, region) for kind in kinds for region in regions
-    )
+    calendar = BoardConfig.from_public(board).calendar() if CUSTOM in kinds else None
+
+    def period_id(kind: str) -> str:
+        if kind == CUSTOM:
+            assert calendar is not None
+            return calendar.period_at(now).id
+        return current_period(kind, now).id
+
+    channels = tuple(Channel(kind, period_id(kind), region) for kind in kinds for region in regions)
     return BoardChannels(
         board["board_id"],
         channels,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Callable, Mapping
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from leaderboard.domain.auth import Caller
+from leaderboard.domain.boards import BoardConfig, board_calendar
 from leaderboard.domain.clock import Clock, system_clock
 from leaderboard.domain.errors import (
     ArchivedPeriod,
@@ -21,15 +23,20 @@ from leaderboard.domain.errors import (
 )
 from leaderboard.domain.periods import (
     ALL_TIME,
+    BOARD_PERIOD_KINDS,
+    CUSTOM,
+    CUSTOM_ID_LENGTH,
     DAILY,
     MONTHLY,
     PERIOD_KINDS,
     WEEKLY,
+    Calendar,
     Period,
     current_period,
     parse_period_id,
     resolve_period,
 )
+from leaderboard.domain.schedules import Schedule
 from leaderboard.domain.validation import (
     PLAYER_ID_RE,
     known_params,
@@ -40,7 +47,14 @@ from leaderboard.domain.validation import (
     require_region,
     require_team_id,
 )
-from leaderboard.stores.redis_index import Entry, PeriodStanding, RedisIndex, Selection, Window
+from leaderboard.stores.redis_index import (
+    CustomPeriodsKept,
+    Entry,
+    PeriodStanding,
+    RedisIndex,
+    Selection,
+    Window,
+)
 
 if TYPE_CHECKING:
     from leaderboard.stores.archive import ArchivedResult
@@ -55,7 +69,10 @@ _AROUND_PARAMS = {"period", "region", "count", "viewer", "by", "team"}
 _PLAYERS_PARAMS = {"ids", "period", "region", "viewer", "by", "team"}
 _STANDINGS_PARAMS = {"region", "viewer"}
 _HISTORY_PARAMS = {"kind", "region", "limit", "before", "viewer", "by"}
-ARCHIVED_KINDS = (DAILY, WEEKLY, MONTHLY)
+ARCHIVED_KINDS = (DAILY, WEEKLY, MONTHLY, CUSTOM)
+# How long a read function trusts the custom periods of a board it looked up: an end by hand
+# reaches reads of `period=custom` within this (writes learn of it at once: docs/API.md).
+CALENDAR_SECONDS = 5.0
 T = TypeVar("T")
 
 
@@ -159,6 +176,7 @@ class ReadService:
         self._archive: ArchiveSource | None = None
         # An archived period never changes: its windows are cached for the environment's life.
         self._archived_window = functools.lru_cache(maxsize=4096)(self._read_archive)
+        self._calendars: dict[str, tuple[float, Calendar | None]] = {}
 
     def _read_archive(
         self,
@@ -295,9 +313,35 @@ class ReadService:
             body["team_id"] = reader.ranks[8:]
         return body
 
+    def _calendar(self, board_id: str) -> Calendar | None:
+        """The board's custom periods, as looked up at most CALENDAR_SECONDS ago."""
+        now = time.monotonic()
+        cached = self._calendars.get(board_id)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        calendar = BoardConfig.from_public(self.get_board(board_id)).calendar()
+        self._remember_calendar(board_id, calendar)
+        return calendar
+
+    def _remember_calendar(self, board_id: str, calendar: Calendar | None) -> None:
+        if len(self._calendars) > 4096:
+            self._calendars.clear()
+        self._calendars[board_id] = (time.monotonic() + CALENDAR_SECONDS, calendar)
+
+    def _placed(self, board_id: str, period: Period) -> Period:
+        """A custom period (`custom`, or an id) with its bounds on this board."""
+        if period.kind != CUSTOM:
+            return period
+        calendar = self._calendar(board_id)
+        if calendar is None:
+            raise NotFound(
+                f"board {board_id!r} keeps no custom periods", board_id=board_id, period=period.id
+            )
+        return calendar.resolve(period, self.clock())
+
     def _scope(self, board_id: str, query: Query) -> tuple[str, Period, str | None]:
         board_id = require_board_id(board_id)
-        period = resolve_period(query.get("period"), self.clock())
+        period = self._placed(board_id, resolve_period(query.get("period"), self.clock()))
         raw_region = query.get("region")
         region = None if raw_region in (None, "") else require_region(raw_region)
         return board_id, period, region
@@ -470,10 +514,22 @@ class ReadService:
         region = None if raw_region in (None, "") else require_region(raw_region)
         now = self.clock()
         periods = [current_period(kind, now) for kind in PERIOD_KINDS]
+        cached = self._calendars.get(board_id)
+        if cached is not None and cached[0] > time.monotonic() and cached[1] is not None:
+            periods.append(cached[1].period_at(now))
+
+        def from_index(index: RedisIndex) -> list[PeriodStanding]:
+            try:
+                return index.standings(board_id, player_id, periods, region, viewer=reader.player)
+            except CustomPeriodsKept as kept:  # a board of custom periods: place the current one
+                self._remember_calendar(board_id, kept.calendar)
+                if kept.calendar is None:
+                    raise
+                periods.append(kept.calendar.period_at(now))
+                return index.standings(board_id, player_id, periods, region, viewer=reader.player)
+
         found, degraded = self._served(
-            lambda index: index.standings(
-                board_id, player_id, periods, region, viewer=reader.player
-            ),
+            from_index,
             lambda record: record.standings(
                 board_id, player_id, periods, region, viewer=reader.player
             ),
@@ -520,7 +576,7 @@ class ReadService:
         kind = query.get("kind")
         kind = WEEKLY if kind is None else kind
         if kind not in ARCHIVED_KINDS:
-            raise BadRequest("kind must be daily, weekly or monthly", field="kind")
+            raise BadRequest("kind must be daily, weekly, monthly or custom", field="kind")
         raw_region = query.get("region")
         region = None if raw_region in (None, "") else require_region(raw_region)
         limit = query_int(query.get("limit"), "limit", default=10, minimum=1, maximum=MAX_WINDOW)
@@ -577,12 +633,27 @@ class ReadService:
         if rules is None:
             raise NotFound(f"board {board_id!r} does not exist", board_id=board_id)
         now = self.clock()
+        calendar = (
+            board_calendar(
+                Schedule.parse(rules["sched"]), rules.get("since", ""), rules.get("ends") or ()
+            )
+            if rules.get("sched")
+            else None
+        )
         counts = {s: n for s, n in sets.items() if ":" not in s}  # global boards
         for kind in rules["periods"]:
-            counts.setdefault(current_period(kind, now).id, 0)
+            if kind == CUSTOM:
+                if calendar is not None:
+                    counts.setdefault(calendar.period_at(now).id, 0)
+            else:
+                counts.setdefault(current_period(kind, now).id, 0)
         listed = []
         for period_id in set(counts) | set(archived):
             period = resolve_period(period_id, now)
+            if period.kind == CUSTOM and calendar is not None:
+                # placed by ends by hand older than the rules keep: its start only
+                with contextlib.suppress(NotFound):
+                    period = calendar.place(period)
             if period_id in archived:
                 status, entries = "archived", archived[period_id]
             else:
@@ -598,7 +669,7 @@ class ReadService:
                     "entries": entries,
                 }
             )
-        order = {kind: n for n, kind in enumerate(PERIOD_KINDS)}
+        order = {kind: n for n, kind in enumerate(BOARD_PERIOD_KINDS)}
         listed.sort(key=lambda p: str(p["period"]), reverse=True)  # newest first in a kind
         listed.sort(key=lambda p: order[str(p["kind"])])  # stable: all-time, daily, weekly...
         return {"board_id": board_id, "periods": listed}
@@ -650,7 +721,7 @@ class Reader:
 
 def _is_period_of(value: str, kind: str) -> bool:
     try:
-        return len(value) <= 10 and parse_period_id(value).kind == kind
+        return len(value) <= CUSTOM_ID_LENGTH and parse_period_id(value).kind == kind
     except BadRequest:
         return False
 

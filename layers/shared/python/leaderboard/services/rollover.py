@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from leaderboard.domain.boards import BoardConfig
 from leaderboard.domain.clock import Clock, system_clock
 from leaderboard.domain.errors import BadRequest, NotFound
-from leaderboard.domain.periods import ALL_TIME, Period, parse_period_id
+from leaderboard.domain.periods import ALL_TIME, CUSTOM, Period, parse_period_id
 from leaderboard.stores.archive import ArchiveStore
 from leaderboard.stores.postgres import BoardRepository, Database
 from leaderboard.stores.redis_index import BoardKeys, RedisIndex
@@ -73,14 +73,25 @@ class Rollover:
         kinds: set[str] | None = None,
         keep_going: Callable[[], bool] = lambda: True,
         board_ids: set[str] | None = None,
+        *,
+        due: bool = False,
     ) -> RolloverReport:
         """Archive closed periods (of `kinds`, or all; of `board_ids`, or every board); stops
-        between chunks when keep_going() turns false."""
+        between chunks when keep_going() turns false. `due`: only the boards whose custom
+        periods have work now (RedisIndex.rollover_due), so a run every minute costs what
+        closes, not what exists."""
         started = time.perf_counter()
         report = RolloverReport()
         now = self.clock()
         try:
-            for board in self.boards.all():
+            if due:
+                ids = self.index.rollover_due(now)
+                boards = [b for b in (self.boards.get(i) for i in ids) if b is not None]
+                for gone in set(ids) - {b.board_id for b in boards}:
+                    self.index.rollover_due_at(gone, None)  # a board no longer in the record
+            else:
+                boards = self.boards.all()
+            for board in boards:
                 if board_ids is not None and board.board_id not in board_ids:
                     continue
                 report.boards += 1
@@ -105,19 +116,35 @@ class Rollover:
             period_id, _, region = suffix.partition(":")
             if period_id != ALL_TIME:
                 regions[period_id].append(region)
+        calendar = board.calendar()
+        # when this board's custom periods next need a run: the current one's end, and the
+        # end of the retention of each archived one whose keys are still held
+        next_due = [] if calendar is None else [calendar.period_at(now).ends_at]
         for period_id in sorted(regions):
             try:
                 period = parse_period_id(period_id)
-            except BadRequest:
+                if period.kind == CUSTOM:
+                    if calendar is None:
+                        continue
+                    period = calendar.place(period)
+            except (BadRequest, NotFound):
                 continue
             if (kinds and period.kind not in kinds) or period.is_open_at(now):
                 continue
             if period_id not in archived:
                 self._archive(board, period, sorted(regions[period_id]), now, keep_going, report)
+                if period.kind == CUSTOM:
+                    next_due.append(now + self.retention)
             else:
                 state = self.archive.state(board.board_id, period_id)
                 if state and state["archived_at"] and state["archived_at"] + self.retention <= now:
                     self._purge(board, period_id, regions[period_id], now, keep_going, report)
+                elif state and state["archived_at"] and period.kind == CUSTOM:
+                    next_due.append(state["archived_at"] + self.retention)
+        if calendar is not None:
+            self.index.rollover_due_at(
+                board.board_id, min((d for d in next_due if d is not None), default=None)
+            )
 
     def _archive(
         self,

@@ -26,6 +26,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from functools import wraps
 from importlib import resources
 from typing import Any, ParamSpec, TypeVar
@@ -34,7 +35,7 @@ from redis.exceptions import BusyLoadingError, ClusterDownError, NoScriptError, 
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from leaderboard.domain.boards import BoardConfig
+from leaderboard.domain.boards import BoardConfig, board_calendar
 from leaderboard.domain.errors import (
     ArchivedPeriod,
     BoardMissing,
@@ -55,7 +56,8 @@ from leaderboard.domain.hooks import (
     Screening,
     parse_record_field,
 )
-from leaderboard.domain.periods import Period
+from leaderboard.domain.periods import CUSTOM, Calendar, Period
+from leaderboard.domain.schedules import Schedule
 from leaderboard.domain.shards import (
     arrival_number,
     shard_board_id,
@@ -84,6 +86,9 @@ from leaderboard.stores.redis_client import (
 )
 
 CATALOG_KEY = "lb:boards"
+# Boards with custom periods -> when the rollover next has work on them (ms): a period ends, or
+# an archived one's retention runs out. A run every minute reads only the boards that are due.
+ROLLOVER_DUE_KEY = "lb:rollover-due"
 _UNREACHABLE = (
     RedisConnectionError,
     RedisTimeoutError,
@@ -221,6 +226,15 @@ class BatchWrite:
     submission: Submission
     event_id: str
     idempotency: tuple[str, str] | None
+
+
+class CustomPeriodsKept(Exception):
+    """A read of every current period reached a board of custom periods without its current
+    one: here is the board's calendar, to place it and ask again (rare: callers cache it)."""
+
+    def __init__(self, calendar: Calendar | None) -> None:
+        super().__init__("the board keeps custom periods")
+        self.calendar = calendar
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,6 +399,7 @@ class WriteRules:
     tiebreakers: tuple[TieBreaker, ...] = ()
     hook: HookConfig | None = None  # the board's validation hook (not the script's concern)
     teams: str | None = None  # the board's team aggregate ("sum", "best"), or no teams
+    calendar: Calendar | None = None  # where the board's custom periods fall; None: none kept
 
     @property
     def keyed(self) -> bool:
@@ -439,7 +454,20 @@ class WriteRules:
             ),
             hook=HookConfig.from_json(cfg.get("hook")),
             teams=cfg.get("teams"),
+            calendar=board_calendar(
+                Schedule.parse(cfg["sched"]), cfg.get("since", ""), cfg.get("ends") or ()
+            )
+            if cfg.get("sched")
+            else None,
         )
+
+    def periods_at(self, periods: dict[str, Period], now_ms: int) -> dict[str, Period]:
+        """The current periods a submission goes to: the fixed kinds' as given, and the
+        board's custom period as these rules place it (so a STALE answer places it again)."""
+        if self.calendar is None:
+            return periods
+        now = datetime.fromtimestamp(now_ms / 1000, UTC)
+        return {**periods, CUSTOM: self.calendar.period_at(now)}
 
     def tie_key(self, submission: Submission) -> str:
         """ARGV 22 of submit.lua: the submitted tie-breakers' key ('' when the board has none,
@@ -742,6 +770,7 @@ class RedisIndex:
             regions: list[str | None] = [None]
             if submission.region and submission.region in rules.regions:
                 regions.append(submission.region)
+            periods = rules.periods_at(periods, now_ms)
             for region in regions:
                 for kind, period in periods.items():
                     if kind in rules.periods:
@@ -864,6 +893,22 @@ class RedisIndex:
             public = board.to_public() | {"version": board.version}
             self.client.hset(CATALOG_KEY, board.board_id, json.dumps(public))
         return bool(written)
+
+    @guarded
+    def rollover_due_at(self, board_id: str, at: datetime | None) -> None:
+        """When the rollover next has work on this board (None: never, until told again)."""
+        if at is None:
+            self.client.zrem(ROLLOVER_DUE_KEY, board_id)
+        else:
+            self.client.zadd(ROLLOVER_DUE_KEY, {board_id: int(at.timestamp() * 1000)})
+
+    @guarded
+    def rollover_due(self, now: datetime, limit: int = 1000) -> list[str]:
+        """The boards the rollover has work on at `now`, the longest waiting first."""
+        due = self.client.zrangebyscore(
+            ROLLOVER_DUE_KEY, "-inf", int(now.timestamp() * 1000), start=0, num=limit
+        )
+        return [b.decode() if isinstance(b, bytes) else b for b in due]
 
     @guarded
     def board_loaded(self, board_id: str, shards: int = 1) -> bool:
@@ -1361,6 +1406,8 @@ class RedisIndex:
         (only `region`'s when given), in one read (`viewer`: as in `window`)."""
 
         def sharded(shards: Any, rules: WriteRules) -> list[PeriodStanding]:
+            if rules.calendar is not None and all(p.kind != CUSTOM for p in periods):
+                raise CustomPeriodsKept(rules.calendar)
             return shards.standings(board_id, rules, player_id, periods, region, viewer=viewer)
 
         if self._is_sharded(board_id):
@@ -1370,6 +1417,8 @@ class RedisIndex:
         for period in periods:
             args += [period.kind, period.id]
         reply = self._players(keys=[keys.cfg, keys.meta, keys.archived], args=args)
+        if reply[0] == "CUSTOM":
+            raise CustomPeriodsKept(WriteRules.parse(reply[1]).calendar)
         if reply[0] == "SHARDED":
             return self._on_shards(board_id, sharded, reply[1])
         if reply[0] == "ERR":

@@ -16,7 +16,8 @@
 --                -> {'OK', n, the hidden reader shown ('' = none), n x (kind, period id, region,
 --                    score, rank, total), on tie-breaker boards n tie keys and the board's
 --                    columns as JSON}
--- or {'ERR', code} ('archived': read the archive), or {'SHARDED', cfg text}.
+-- or {'ERR', code} ('archived': read the archive), or {'SHARDED', cfg text}, or for
+-- 'standings' on a board of custom periods asked without one {'CUSTOM', cfg text}.
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'ERR', 'no_board'} end
 local cfg = cjson.decode(raw)
@@ -126,6 +127,11 @@ end
 
 if op == 'standings' then
   local player, only = ARGV[4], ARGV[5]
+  if cfg.sched then -- a board of custom periods: the caller places its current one
+    local asked = false
+    for i = 6, #ARGV, 2 do asked = asked or ARGV[i] == 'custom' end
+    if not asked then return {'CUSTOM', raw} end
+  end
   local regions = {''}
   if only ~= '' then
     if not has(cfg.regions, only) then return {'ERR', 'unknown_region'} end
