@@ -37,6 +37,7 @@ from typing import Any
 
 from devstack.template import ROOT, FunctionSpec
 from devstack.template import load as load_template
+from devstack.webhook_receiver import WEBHOOK_PLACEHOLDER_ENV
 
 SHARED = ROOT / "layers" / "shared" / "python"
 TARGET_RATIO = 1.25
@@ -49,6 +50,7 @@ PLACEHOLDER_ENV = {
     "JWT_AUDIENCE": "exampleclientid",
     "AWS_DEFAULT_REGION": "us-east-1",
     "POWERTOOLS_TRACE_DISABLED": "true",
+    **WEBHOOK_PLACEHOLDER_ENV,
 }
 
 # Runs first in every child: puts the function and the shared layer in front of site-packages.

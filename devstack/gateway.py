@@ -30,6 +30,9 @@ from devstack import tokens
 from devstack.http11 import HttpRequest, HttpServer, Reply, message_reply
 from devstack.runtime import FunctionTimeout, Invocation, InvocationError, WorkerLost
 from devstack.template import Route, Template
+from devstack.webhook_receiver import EVENTS_PATH as WEBHOOK_EVENTS_PATH
+from devstack.webhook_receiver import PATH as WEBHOOK_PATH
+from devstack.webhook_receiver import WebhookReceiver
 from leaderboard.api.bearer import bearer_token
 from leaderboard.domain.errors import InvalidToken
 
@@ -134,12 +137,14 @@ class LocalApi:
         jwt_secret: str,
         ainvoke: AsyncInvoke | None = None,
         live: dict[str, str] | None = None,
+        webhooks: WebhookReceiver | None = None,
     ) -> None:
         self.template = template
         self.invoke = invoke
         self.ainvoke = ainvoke
         self.jwt_secret = jwt_secret
         self.live = live
+        self.webhooks = webhooks
 
     def demo_page(self) -> bytes:
         """The demo page, told where the live updates are (it polls when it is told nothing)."""
@@ -200,6 +205,10 @@ class LocalApi:
         if method == "GET" and parts.path == "/openapi.json" and OPENAPI.exists():
             body = self.openapi(headers.get("host"))
             return Reply(200, {"content-type": "application/json"}, body)
+        if self.webhooks is not None and parts.path.startswith("/local/webhook"):
+            local = self.local_webhook(method, parts.path, headers, body)
+            if local is not None:
+                return local
         found = self.template.find_route(method, parts.path)
         if found is None:
             return _message(404, "Not Found")
@@ -211,6 +220,20 @@ class LocalApi:
             route, method, parts.path, parts.query, headers, body, params, claims, source_ip
         )
         return Call(route.function, event)
+
+    def local_webhook(
+        self, method: str, path: str, headers: dict[str, str], body: bytes
+    ) -> Reply | None:
+        """The local webhook receiver (not part of the API): `POST /local/webhook` takes a
+        delivery and checks its signature, `GET /local/webhook-events` lists the last ones."""
+        assert self.webhooks is not None
+        if method == "POST" and path == WEBHOOK_PATH:
+            status, _ = self.webhooks.handle(headers, body)
+            return Reply(status, {}, b"")
+        if method == "GET" and path == WEBHOOK_EVENTS_PATH:
+            listed = json.dumps({"events": self.webhooks.events()}).encode()
+            return Reply(200, {"content-type": "application/json"}, listed)
+        return None
 
     @staticmethod
     def reply(result: Any) -> Reply:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from devstack import tokens
+from devstack.event_bus import LocalEventBus
 from devstack.gateway import HttpGateway, LocalApi
 from devstack.hooks import LOCAL_HOOKS
 from devstack.queue_consumer import QueueConsumer
@@ -32,13 +33,19 @@ from devstack.servers import (
     EmbeddedValkeyCluster,
     LocalEventApi,
     LocalSQS,
+    free_port,
     postgres_data_dir,
 )
 from devstack.template import ROOT, Template, load
+from devstack.webhook_receiver import PATH as WEBHOOK_PATH
+from devstack.webhook_receiver import WebhookReceiver
 
 log = logging.getLogger("devstack")
 QUEUE_NAME = "leaderboard-scores"
 DLQ_NAME = "leaderboard-scores-dlq"
+WEBHOOK_QUEUE_NAME = "leaderboard-webhooks"
+WEBHOOK_DLQ_NAME = "leaderboard-webhooks-dlq"
+EVENT_BUS_NAME = "leaderboard-local-events"
 STATE_FILE = "stack.json"
 # Functions whose scheduled run is a long loop (about a minute) that hands over to the next run:
 # started at once (clients expect live updates from the first second) and never waited for.
@@ -92,10 +99,23 @@ def _new_loop_thread() -> EventLoopThread:
     return EventLoopThread("gateway", uvloop.new_event_loop())
 
 
-def _redrive(template: Template) -> tuple[int, int]:
-    """The queue's visibility timeout and redrive limit, as template.yaml declares them."""
-    props = template.raw["Resources"]["ScoreQueue"]["Properties"]
+def _redrive(template: Template, queue: str = "ScoreQueue") -> tuple[int, int]:
+    """A queue's visibility timeout and redrive limit, as template.yaml declares them."""
+    props = template.raw["Resources"][queue]["Properties"]
     return int(props.get("VisibilityTimeout", 30)), int(props["RedrivePolicy"]["maxReceiveCount"])
+
+
+def webhook_secret(data_dir: Path) -> str:
+    """WEBHOOK_SECRET, or a random one kept in the local data folder (like the JWT secret), so
+    a receiver of your own can keep verifying across restarts."""
+    if os.environ.get("WEBHOOK_SECRET"):
+        return os.environ["WEBHOOK_SECRET"]
+    path = data_dir / "webhook-secret"
+    if not path.exists():
+        data_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(32))
+        path.chmod(0o600)
+    return path.read_text().strip()
 
 
 class LocalStack:
@@ -111,6 +131,11 @@ class LocalStack:
         self.consumers: list[QueueConsumer] = []
         self.scheduler = Scheduler()
         self.events: LocalEventApi | None = None
+        self.bus: LocalEventBus | None = None
+        self.webhooks: WebhookReceiver | None = None
+        # Known before the functions start: the default WEBHOOK_URL is this gateway's.
+        self.port = self.config.port or free_port()
+        self.queue_urls: dict[str, str] = {}
 
     @property
     def url(self) -> str:
@@ -137,10 +162,11 @@ class LocalStack:
                 tokens.local_secret(data),
                 self.ainvoke,
                 live=self.live_config(),
+                webhooks=self.webhooks,
             )
             self.gateway = HttpGateway(api)
             self._address = asyncio.run_coroutine_threadsafe(
-                self.gateway.start(self.config.host, self.config.port), self._loop.loop
+                self.gateway.start(self.config.host, self.port), self._loop.loop
             ).result()
             self.state_path.write_text(
                 json.dumps({"url": self.url, "live": self.live_config(), "env": self.env}, indent=2)
@@ -205,6 +231,24 @@ class LocalStack:
             )
         else:
             queue_url = _ensure_queue(endpoint, aws, visibility, max_receive)
+        hook_visibility, hook_receives = _redrive(self.template, "WebhookQueue")
+        webhook_queue = _ensure_queue(
+            endpoint, aws, hook_visibility, hook_receives, WEBHOOK_QUEUE_NAME, WEBHOOK_DLQ_NAME
+        )
+        webhook_dlq = webhook_queue.rsplit("/", 1)[0] + f"/{WEBHOOK_DLQ_NAME}"
+        self.queue_urls = {"ScoreQueue": queue_url, "WebhookQueue": webhook_queue}
+        self._start_bus(endpoint, aws, webhook_queue)
+        secret = webhook_secret(data)
+        self.webhooks = WebhookReceiver(secret.encode())
+        webhook_url = os.environ.get("WEBHOOK_URL") or (
+            f"http://{self.config.host}:{self.port}{WEBHOOK_PATH}"
+        )
+        log.info(
+            "period.ended: bus %s on %s, webhooks to %s (GET /local/webhook-events lists them)",
+            EVENT_BUS_NAME,
+            self.bus.endpoint_url if self.bus else "-",
+            webhook_url,
+        )
         ws_port, http_port = self.config.live_ports()
         self.events = LocalEventApi(
             http_port,
@@ -236,9 +280,39 @@ class LocalStack:
             "JWT_AUDIENCE": tokens.audience(),
             # Boards may name the example hooks of devstack/hooks.py (or the environment's).
             "LOCAL_VALIDATION_HOOKS": os.environ.get("LOCAL_VALIDATION_HOOKS", LOCAL_HOOKS),
+            # period.ended: the rollover's bus, the webhook delivery's receiver and queues.
+            "EVENT_BUS_NAME": EVENT_BUS_NAME,
+            "EVENTS_ENDPOINT_URL": self.bus.endpoint_url if self.bus else "",
+            "WEBHOOK_URL": webhook_url,
+            "WEBHOOK_SECRET": secret,
+            "WEBHOOK_QUEUE_URL": webhook_queue,
+            "WEBHOOK_DLQ_URL": webhook_dlq,
+            **(
+                {"WEBHOOK_RETRY_BASE_SECONDS": os.environ["WEBHOOK_RETRY_BASE_SECONDS"]}
+                if os.environ.get("WEBHOOK_RETRY_BASE_SECONDS")
+                else {}
+            ),
             **aws,
         }
         self._publish_boards()
+
+    def _start_bus(self, endpoint: str, aws: dict[str, str], webhook_queue: str) -> None:
+        """The bus stand-in, forwarding period.ended to the webhook queue as the rule does."""
+        import boto3
+
+        client = boto3.client(
+            "sqs",
+            endpoint_url=endpoint,
+            region_name=aws["AWS_DEFAULT_REGION"],
+            aws_access_key_id=aws["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=aws["AWS_SECRET_ACCESS_KEY"],
+        )
+
+        def forward(body: str) -> None:
+            client.send_message(QueueUrl=webhook_queue, MessageBody=body)
+
+        self.bus = LocalEventBus(EVENT_BUS_NAME, forward=forward, host=self.config.host)
+        self._resources.enter_context(self.bus)
 
     def live_config(self) -> dict[str, str] | None:
         """What a WebSocket client needs (the demo page gets it in a meta tag)."""
@@ -297,9 +371,11 @@ class LocalStack:
                 if event.get("Type") != "SQS":
                     continue
                 props = event["Properties"]
+                queue = props["Queue"]["Fn::GetAtt"]
+                queue = (queue.split(".") if isinstance(queue, str) else queue)[0]
                 consumer = QueueConsumer(
                     client,
-                    self.env["SCORE_QUEUE_URL"],
+                    self.queue_urls[queue],
                     functools.partial(self.invoke, name),
                     batch_size=int(props.get("BatchSize", 10)),
                     window_seconds=float(props.get("MaximumBatchingWindowInSeconds", 0)),
@@ -307,9 +383,7 @@ class LocalStack:
                 )
                 consumer.start()
                 self.consumers.append(consumer)
-                log.info(
-                    "%s consumes the score queue (batches of up to %s)", name, consumer.batch_size
-                )
+                log.info("%s consumes %s (batches of up to %s)", name, queue, consumer.batch_size)
 
     def _start_schedules(self) -> None:
         """EventBridge schedules of the template; LOCAL_SCHEDULE_SCALE < 1 runs them sooner."""
@@ -357,7 +431,15 @@ class LocalStack:
         self._resources.close()
 
 
-def _ensure_queue(endpoint: str, aws: dict[str, str], visibility: int, max_receive: int) -> str:
+def _ensure_queue(
+    endpoint: str,
+    aws: dict[str, str],
+    visibility: int,
+    max_receive: int,
+    name: str = QUEUE_NAME,
+    dlq_name: str = DLQ_NAME,
+) -> str:
+    """A queue and its dead-letter queue, redriving after `max_receive` receives."""
     import boto3
 
     client = boto3.client(
@@ -367,13 +449,13 @@ def _ensure_queue(endpoint: str, aws: dict[str, str], visibility: int, max_recei
         aws_access_key_id=aws["AWS_ACCESS_KEY_ID"],
         aws_secret_access_key=aws["AWS_SECRET_ACCESS_KEY"],
     )
-    dlq_url = client.create_queue(QueueName=DLQ_NAME)["QueueUrl"]
+    dlq_url = client.create_queue(QueueName=dlq_name)["QueueUrl"]
     dlq_arn = client.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
         "Attributes"
     ]["QueueArn"]
     redrive = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(max_receive)})
     url: str = client.create_queue(
-        QueueName=QUEUE_NAME,
+        QueueName=name,
         Attributes={"VisibilityTimeout": str(visibility), "RedrivePolicy": redrive},
     )["QueueUrl"]
     return url

@@ -66,6 +66,8 @@ LOCAL_ONLY_VARIABLES = (
     "POWERTOOLS_METRICS_DISABLED",
     # Validation hooks a board may name locally: Python callables (devstack/hooks.py).
     "LOCAL_VALIDATION_HOOKS",
+    # How soon a failed webhook delivery is tried again (10 s by default; less to try retries).
+    "WEBHOOK_RETRY_BASE_SECONDS",
 )
 
 

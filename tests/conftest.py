@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, settings
 from devstack import servers, tokens
 from devstack.hooks import LOCAL_HOOKS
 from devstack.servers import EmbeddedPostgres, EmbeddedValkey, LocalEventApi, LocalSQS
+from devstack.webhook_receiver import WEBHOOK_PLACEHOLDER_ENV
 from leaderboard.stores.postgres import apply_migrations
 from leaderboard.stores.redis_client import connect
 from leaderboard.stores.redis_index import RedisIndex
@@ -225,6 +226,8 @@ def api(
             "JWT_SECRET": InProcessApi.SECRET,
             "JWT_ISSUER": tokens.issuer(),
             "JWT_AUDIENCE": tokens.audience(),
+            # the webhook delivery's configuration (loaded with the others, never called here)
+            **WEBHOOK_PLACEHOLDER_ENV,
         }
     )
 

@@ -85,9 +85,11 @@ def test_queue_visibility_is_six_times_the_consumer_timeout_with_partial_failure
         timeout = res["Properties"].get("Timeout", GLOBALS["Timeout"])
         assert queue["VisibilityTimeout"] >= 6 * timeout, name
         assert "ReportBatchItemFailures" in props["FunctionResponseTypes"], name
-        assert props["BatchSize"] >= 100 and props["MaximumBatchingWindowInSeconds"] > 0
-        assert _ref(props["ScalingConfig"]["MaximumConcurrency"]) == "PersisterMaxConcurrency"
         assert "DeadLetterQueue" not in res["Properties"], "a function DLQ does not apply to SQS"
+        if name == "PersisterFunction":  # big batches; the webhooks' are below
+            assert props["BatchSize"] >= 100 and props["MaximumBatchingWindowInSeconds"] > 0
+            assert _ref(props["ScalingConfig"]["MaximumConcurrency"]) == "PersisterMaxConcurrency"
+    assert {name for name, _, _ in sources} == {"PersisterFunction", "WebhookDeliveryFunction"}
 
 
 def test_dead_letter_queue_with_redrive_limit_and_alarm():
@@ -179,7 +181,8 @@ def test_the_stack_creates_no_nat_gateway_and_stores_are_private():
     # s3: CloudFormation response URL. No appsync-api endpoint: it refuses public APIs, and with
     # private DNS it would break every other call to a public AppSync API from the VPC.
     # lambda: the write function's validation hooks, only when the deployment allows one.
-    assert endpoints == {"sqs", "secretsmanager", "s3", "lambda"}
+    # events: the rollover's period.ended events to the bus.
+    assert endpoints == {"sqs", "secretsmanager", "s3", "lambda", "events"}
     assert RESOURCES["LambdaEndpoint"]["Condition"] == "HasValidationHooks"
     assert not any(r["Type"] == "AWS::EC2::NatGateway" for r in RESOURCES.values())
     assert RESOURCES["DatabaseInstance"]["Properties"]["PubliclyAccessible"] is False
@@ -220,7 +223,8 @@ def test_schedules_and_migrations():
 def test_every_function_but_the_live_publisher_may_read_the_database_secret():
     for name, res in FUNCTIONS.items():
         reads = {"Ref": "DatabaseSecretRead"} in res["Properties"]["Policies"]
-        assert reads is (name != "LivePublisherFunction"), name  # it reads Redis only
+        # The publisher reads Redis only; the webhook delivery, its queue and secret only.
+        assert reads is (name not in ("LivePublisherFunction", "WebhookDeliveryFunction")), name
     assert "DATABASE_SECRET_ID" in GLOBALS["Environment"]["Variables"]
 
 
@@ -698,6 +702,10 @@ def test_each_function_imports_with_only_its_layers(name, host_layers):
         "JWT_AUDIENCE": "exampleclientid",
         "AWS_DEFAULT_REGION": "us-east-1",
         "POWERTOOLS_SERVICE_NAME": name,
+        "WEBHOOK_URL": "https://hooks.example.com/leaderboard",
+        "WEBHOOK_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:000000000000:secret:hook-AbCdEf",
+        "WEBHOOK_QUEUE_URL": "https://sqs.us-east-1.amazonaws.com/000000000000/webhooks",
+        "WEBHOOK_DLQ_URL": "https://sqs.us-east-1.amazonaws.com/000000000000/webhooks-dlq",
     }
     layers = [str(host_layers[layer]) for layer in spec.layers if layer in host_layers]
     # The python3.13 runtime bundles boto3/botocore (the X-Ray SDK needs botocore): last on
@@ -735,6 +743,8 @@ def test_each_function_imports_with_only_its_layers(name, host_layers):
         assert "psycopg" in imported and "boto3" not in imported
     if name == "LivePublisherFunction":
         assert "psycopg" not in imported, "the publisher reads Redis only"
+    if name == "WebhookDeliveryFunction":
+        assert not imported & {"psycopg", "redis"}, "the delivery reads its queue only"
 
 
 def test_layers_are_fully_pinned():
@@ -876,3 +886,114 @@ def test_the_read_function_verifies_an_rs256_token_with_only_its_layers(host_lay
     assert result.returncode == 0, result.stderr
     answers = json.loads(result.stdout.strip().splitlines()[-1])
     assert answers == {"valid": 503, "forged": 401}, result.stderr[-2000:]
+
+
+# --- period-end events: the bus, the webhook rule, queue, delivery function, DLQ and alarm ---
+WEBHOOK_RESOURCES = {
+    "WebhookQueue",
+    "WebhookDeadLetterQueue",
+    "PeriodEndedWebhookRule",
+    "WebhookQueuePolicy",
+    "WebhookDeliveryFunction",
+    "WebhookDeliveryLogs",
+    "WebhookDeadLetterAlarm",
+    "WebhookDeliveryErrorsAlarm",
+}
+
+
+def test_the_bus_always_exists_and_the_webhook_side_only_with_a_url():
+    assert RESOURCES["PeriodEventBus"]["Type"] == "AWS::Events::EventBus"
+    assert "Condition" not in RESOURCES["PeriodEventBus"]
+    for name in WEBHOOK_RESOURCES:
+        assert RESOURCES[name].get("Condition") == "HasWebhook", name
+    assert TEMPLATE.raw["Conditions"]["HasWebhook"] == {
+        "Fn::Not": [{"Fn::Equals": [{"Ref": "WebhookUrl"}, ""]}]
+    }
+    url = PARAMETERS["WebhookUrl"]
+    assert url["Default"] == "" and re.fullmatch(url["AllowedPattern"], "https://x.example/h")
+    assert not re.fullmatch(url["AllowedPattern"], "http://x.example/h"), "signed, not encrypted"
+    assert PARAMETERS["WebhookSecretArn"]["Default"] == ""
+    rule = TEMPLATE.raw["Rules"]["WebhookNeedsASecret"]
+    assert rule["RuleCondition"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "WebhookUrl"}, ""]}]}
+    outputs = TEMPLATE.raw["Outputs"]
+    assert _ref(outputs["PeriodEventBusName"]["Value"]) == "PeriodEventBus"
+    assert outputs["WebhookDeadLetterQueueUrl"]["Condition"] == "HasWebhook"
+
+
+def test_the_rollover_may_put_events_on_that_bus_only():
+    props = FUNCTIONS["RolloverFunction"]["Properties"]
+    assert _ref(props["Environment"]["Variables"]["EVENT_BUS_NAME"]) == "PeriodEventBus"
+    assert "DepsAwsLayer" in TEMPLATE.functions["RolloverFunction"].layers
+    granted = {}
+    for name, statements in _statements():
+        for statement in statements:
+            if "events:" in json.dumps(statement["Action"]):
+                granted[name] = statement
+    assert set(granted) == {"RolloverFunction"}
+    assert granted["RolloverFunction"]["Action"] == "events:PutEvents"
+    assert _getatt(granted["RolloverFunction"]["Resource"]) == ("PeriodEventBus", "Arn")
+
+
+def test_the_rule_forwards_period_ended_to_the_webhook_queue_and_only_it_may_send():
+    rule = RESOURCES["PeriodEndedWebhookRule"]["Properties"]
+    assert _ref(rule["EventBusName"]) == "PeriodEventBus"
+    assert rule["EventPattern"] == {"source": ["leaderboard"], "detail-type": ["period.ended"]}
+    (target,) = rule["Targets"]
+    assert _getatt(target["Arn"]) == ("WebhookQueue", "Arn")
+    assert _getatt(target["DeadLetterConfig"]["Arn"]) == ("WebhookDeadLetterQueue", "Arn")
+    policy = RESOURCES["WebhookQueuePolicy"]["Properties"]
+    assert [_ref(q) for q in policy["Queues"]] == ["WebhookQueue", "WebhookDeadLetterQueue"]
+    (statement,) = policy["PolicyDocument"]["Statement"]
+    assert statement["Principal"] == {"Service": "events.amazonaws.com"}
+    assert statement["Action"] == "sqs:SendMessage"
+    assert _getatt(statement["Condition"]["ArnEquals"]["aws:SourceArn"]) == (
+        "PeriodEndedWebhookRule",
+        "Arn",
+    )
+
+
+def test_the_webhook_queue_redrives_to_its_dlq_and_the_dlq_alarms():
+    queue = RESOURCES["WebhookQueue"]["Properties"]
+    redrive = queue["RedrivePolicy"]
+    assert _getatt(redrive["deadLetterTargetArn"]) == ("WebhookDeadLetterQueue", "Arn")
+    assert 3 <= redrive["maxReceiveCount"] <= 10
+    fn = FUNCTIONS["WebhookDeliveryFunction"]["Properties"]
+    assert queue["VisibilityTimeout"] >= 6 * fn["Timeout"]
+    alarm = RESOURCES["WebhookDeadLetterAlarm"]["Properties"]
+    assert alarm["MetricName"] == "ApproximateNumberOfMessagesVisible"
+    assert _getatt(alarm["Dimensions"][0]["Value"]) == ("WebhookDeadLetterQueue", "QueueName")
+    assert (alarm["ComparisonOperator"], alarm["Threshold"]) == ("GreaterThanThreshold", 0)
+    assert alarm["AlarmActions"] == [{"Ref": "AlarmTopic"}]
+
+
+def test_the_webhook_delivery_function_has_least_privilege():
+    fn = FUNCTIONS["WebhookDeliveryFunction"]["Properties"]
+    (source,) = fn["Events"].values()
+    assert source["Type"] == "SQS" and _getatt(source["Properties"]["Queue"]) == (
+        "WebhookQueue",
+        "Arn",
+    )
+    assert source["Properties"]["BatchSize"] == 10
+    assert source["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    (policy,) = fn["Policies"]
+    granted = {s["Action"]: s["Resource"] for s in policy["Statement"]}
+    assert set(granted) == {
+        "sqs:ChangeMessageVisibility",
+        "sqs:SendMessage",
+        "secretsmanager:GetSecretValue",
+    }
+    assert _getatt(granted["sqs:ChangeMessageVisibility"]) == ("WebhookQueue", "Arn")
+    assert _getatt(granted["sqs:SendMessage"]) == ("WebhookDeadLetterQueue", "Arn")
+    assert _ref(granted["secretsmanager:GetSecretValue"]) == "WebhookSecretArn"
+    variables = fn["Environment"]["Variables"]
+    assert _ref(variables["WEBHOOK_URL"]) == "WebhookUrl"
+    assert _ref(variables["WEBHOOK_SECRET_ARN"]) == "WebhookSecretArn"
+    assert _ref(variables["WEBHOOK_QUEUE_URL"]) == "WebhookQueue"
+    assert _ref(variables["WEBHOOK_DLQ_URL"]) == "WebhookDeadLetterQueue"
+    assert variables["WEBHOOK_SECRET"] == "", "a slot for the local stack only"
+    condition, given, default = fn["VpcConfig"]["SubnetIds"]["Fn::If"]
+    assert (condition, _ref(given), _ref(default)) == (
+        "HasWebhookSubnets",
+        "WebhookSubnetIds",
+        "SubnetIds",
+    )

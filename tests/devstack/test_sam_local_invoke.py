@@ -125,6 +125,12 @@ def test_every_function_runs_in_a_container_through_sam_local_invoke(
                 == 1
             ),
         ),
+        (  # signed and posted to the stack's receiver (WEBHOOK_URL), from the container
+            "WebhookDeliveryFunction",
+            ROOT / "events/webhook_delivery.json",
+            lambda r: r == {"batchItemFailures": []},
+            lambda: True,  # the receiver answered 2xx: the function's answer is the check
+        ),
         (
             "OutboxRelayFunction",
             ROOT / "events/outbox_relay_scheduled.json",

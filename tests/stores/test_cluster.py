@@ -11,6 +11,7 @@ from devstack.gateway import LocalApi
 from devstack.runtime import FunctionPool
 from devstack.servers import EmbeddedValkeyCluster
 from devstack.template import load
+from devstack.webhook_receiver import WEBHOOK_PLACEHOLDER_ENV
 from leaderboard.domain.auth import Caller
 from leaderboard.services.reads import ReadService
 from leaderboard.services.scores import ScoreService
@@ -127,6 +128,7 @@ def test_handlers_in_worker_processes_on_the_cluster(cluster, database_url, sqs,
         "JWT_SECRET": SECRET,
         "JWT_ISSUER": "leaderboard-local",
         "JWT_AUDIENCE": "leaderboard",
+        **WEBHOOK_PLACEHOLDER_ENV,
     }
     pools = {
         name: FunctionPool(spec, spec.resolved_environment(env), concurrency=1)

@@ -244,3 +244,71 @@ class HookSettings:
                 raise ConfigurationError(f"LOCAL_VALIDATION_HOOKS names {name!r} twice")
             local[name] = path
         return cls(lambda_arns=frozenset(filter(None, arns)), local=tuple(local.items()))
+
+
+def _webhook_url(name: str) -> str:
+    """https anywhere; plain http only to a loopback or private address (the local stack, a
+    receiver beside it), never to the internet: the body is signed, not encrypted."""
+    import ipaddress
+
+    raw = _url(name, ("https", "http"))
+    parts = urlsplit(raw)
+    if not parts.hostname:
+        raise ConfigurationError(f"{name} must name a host")
+    if parts.scheme == "http" and parts.hostname not in _LOOPBACK_HOSTS:
+        try:
+            private = ipaddress.ip_address(parts.hostname).is_private
+        except ValueError:
+            private = False
+        if not private:
+            raise ConfigurationError(f"{name} must be an https URL, not {raw!r}")
+    return raw
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookSettings:
+    """The webhook delivery function: where period.ended events go, how they are signed and
+    retried. The shared secret is WEBHOOK_SECRET (the local stack) or, on AWS, the Secrets
+    Manager secret WEBHOOK_SECRET_ARN, read on the first delivery, never at cold start."""
+
+    url: str
+    queue_url: str
+    dead_letter_queue_url: str
+    timeout_ms: int = 5000
+    retry_base_seconds: int = 10
+    secret: str | None = None
+    secret_arn: str | None = None
+    sqs_endpoint_url: str | None = None
+
+    @classmethod
+    def from_env(cls) -> WebhookSettings:
+        secret = os.environ.get("WEBHOOK_SECRET", "")
+        arn = os.environ.get("WEBHOOK_SECRET_ARN", "").strip()
+        if not secret and not arn:
+            raise ConfigurationError("WEBHOOK_SECRET_ARN (or WEBHOOK_SECRET locally) is required")
+        if arn and not re.fullmatch(
+            r"arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:.+", arn
+        ):
+            raise ConfigurationError(f"WEBHOOK_SECRET_ARN must be a secret's ARN, not {arn!r}")
+        if secret and len(secret) < 16:
+            raise ConfigurationError("WEBHOOK_SECRET must be at least 16 characters")
+        return cls(
+            url=_webhook_url("WEBHOOK_URL"),
+            queue_url=_url("WEBHOOK_QUEUE_URL", ("https", "http")),
+            dead_letter_queue_url=_url("WEBHOOK_DLQ_URL", ("https", "http")),
+            timeout_ms=_int("WEBHOOK_TIMEOUT_MS", 5000, 100, 10_000),
+            retry_base_seconds=_int("WEBHOOK_RETRY_BASE_SECONDS", 10, 0, 900),
+            secret=secret or None,
+            secret_arn=None if secret else arn,
+            sqs_endpoint_url=os.environ.get("SQS_ENDPOINT_URL") or None,
+        )
+
+    def load_secret(self) -> bytes:
+        """The shared secret's bytes (a Secrets Manager SecretString is used as it is)."""
+        if self.secret is not None:
+            return self.secret.encode()
+        import boto3
+
+        assert self.secret_arn is not None
+        value = boto3.client("secretsmanager").get_secret_value(SecretId=self.secret_arn)
+        return str(value["SecretString"]).encode()

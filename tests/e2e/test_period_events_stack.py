@@ -1,0 +1,99 @@
+"""Period-end events on the local stack, as `make run` wires them (issue 24, acceptance 4): a
+period.ended put on the local bus the way the rollover puts it, forwarded to the webhook queue,
+delivered by the webhook function in its worker, signed, to the stack's own receiver; verified
+here with the recipe docs/API.md gives receivers (written out, not the service's code)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import shutil
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from devstack.servers import free_port
+from devstack.stack import LocalStack, StackConfig
+from leaderboard.domain.period_events import PeriodEnded, parse_rewards
+from leaderboard.domain.periods import parse_period_id
+from leaderboard.stores.event_bus import EventBridgeSink, sink_from_env
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def stack() -> Iterator[LocalStack]:
+    base = Path(tempfile.mkdtemp(prefix="lb-events-"))
+    base.chmod(0o755)  # the embedded PostgreSQL user must reach it when running as root
+    local = LocalStack(StackConfig(data_dir=base / "data", port=free_port(), concurrency=1))
+    with pytest.MonkeyPatch.context() as env:
+        for name in ("REDIS_URL", "DATABASE_URL", "SQS_ENDPOINT_URL", "WEBHOOK_URL"):
+            env.delenv(name, raising=False)  # embedded servers, as on a fresh machine
+        try:
+            local.start()
+            yield local
+        finally:
+            local.stop()
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def documented_verify(secret: bytes, headers: dict[str, str], body: bytes, now: float) -> bool:
+    """docs/API.md, "Verifying a delivery", in Python."""
+    timestamp = headers["leaderboard-timestamp"]
+    if abs(now - int(timestamp)) > 300:
+        return False
+    expected = "v1=" + hmac.new(secret, f"{timestamp}.".encode() + body, hashlib.sha256).hexdigest()
+    return any(
+        hmac.compare_digest(expected, value.strip())
+        for value in headers["leaderboard-signature"].split(",")
+    )
+
+
+def rollover_sink(stack: LocalStack, monkeypatch: pytest.MonkeyPatch) -> EventBridgeSink:
+    """The sink the rollover builds from its environment in the stack."""
+    env = stack.template.functions["RolloverFunction"].resolved_environment(stack.env)
+    for key in ("EVENT_BUS_NAME", "EVENTS_ENDPOINT_URL", "AWS_DEFAULT_REGION"):
+        monkeypatch.setenv(key, env[key])
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(key, env[key])
+    sink = sink_from_env()
+    assert isinstance(sink, EventBridgeSink)
+    return sink
+
+
+def test_a_period_ended_on_the_local_bus_arrives_signed_at_the_receiver(stack, monkeypatch):
+    event = PeriodEnded.build(
+        "e2e-arena",
+        parse_period_id("2026-W47"),
+        reason="schedule",
+        total=0,
+        entries=[],
+        rewards=parse_rewards({"top": 3, "tiers": [{"name": "winner", "ranks": [1, 1]}]}),
+    )
+    sink = rollover_sink(stack, monkeypatch)
+    sink.emit(event)
+    assert stack.bus is not None and stack.webhooks is not None
+    assert [e["detail"]["id"] for e in stack.bus.events] == [event.event_id]
+
+    (got,) = stack.webhooks.wait_for(lambda r: any(x.event_id == event.event_id for x in r))
+    secret = stack.env["WEBHOOK_SECRET"].encode()
+    assert documented_verify(secret, got.headers, got.body, now=time.time())
+    assert got.body.decode() == event.to_json()  # the bytes the bus carried, as they were
+    assert got.headers["leaderboard-event-id"] == event.event_id and got.verified
+
+    # the rollover re-run after a crash: the same event again, recognisable by its id
+    sink.emit(event)
+    received = stack.webhooks.wait_for(lambda r: sum(x.event_id == event.event_id for x in r) == 2)
+    first, second = [r for r in received if r.event_id == event.event_id]
+    assert first.body == second.body and second.duplicate and not first.duplicate
+
+    with urllib.request.urlopen(f"{stack.url}/local/webhook-events", timeout=10) as reply:
+        listed = json.load(reply)["events"]
+    assert [e["event_id"] for e in listed] == [event.event_id, event.event_id]
+    assert all(e["verified"] for e in listed)
+    assert listed[0]["event"] == json.loads(event.to_json())
