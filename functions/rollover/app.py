@@ -20,6 +20,7 @@ from leaderboard.domain.errors import ConfigurationError
 from leaderboard.domain.periods import BOARD_PERIOD_KINDS
 from leaderboard.services.rollover import Rollover
 from leaderboard.settings import DatabaseSettings, RedisSettings
+from leaderboard.stores.event_bus import sink_from_env
 from leaderboard.stores.postgres import Database
 from leaderboard.stores.redis_client import connect
 from leaderboard.stores.redis_index import RedisIndex
@@ -31,6 +32,7 @@ except ValueError:
     raise ConfigurationError("ROLLOVER_RETENTION_DAYS must be a number of days") from None
 db = Database(DatabaseSettings.from_env().connection_url)
 index = RedisIndex(connect(redis_settings.url, cluster=redis_settings.cluster))
+sink = sink_from_env()  # period.ended events: the deployment's bus (none configured: dropped)
 SAFETY_MS = 60_000  # stop between chunks with a minute left; the next run resumes
 
 
@@ -49,7 +51,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     event = event if isinstance(event, dict) else {}
     kinds = {k for k in event.get("kinds") or () if k in BOARD_PERIOD_KINDS} or None
     at = _instant(event)
-    rollover = Rollover(db, index, (lambda: at) if at else _now, retention=retention)
+    rollover = Rollover(db, index, (lambda: at) if at else _now, retention=retention, sink=sink)
     boards = {str(b) for b in event["boards"]} if isinstance(event.get("boards"), list) else None
     report = rollover.run(
         kinds,

@@ -16,6 +16,7 @@ from leaderboard.services.reads import ReadService
 from leaderboard.services.rollover import Rollover
 from leaderboard.services.scores import ScoreService
 from leaderboard.stores.archive import ArchiveStore
+from leaderboard.stores.event_bus import ListSink as EventListSink
 from leaderboard.stores.postgres import Database
 from leaderboard.stores.standings import StandingsStore
 from tests.services.test_rollover import (
@@ -240,3 +241,66 @@ def test_a_run_every_minute_visits_only_the_boards_that_are_due(index, database_
     assert sorted(report.purged) == sorted(
         [f"{hourly}/2026-11-22T120000Z", f"{seasons}/{ended['ended']['period']}"]
     )
+
+
+class _DiesAfterEmitting(EventListSink):
+    """A rollover process that dies right after its event left, before the period counted
+    as archived: the next run must send the very same event again, not another one."""
+
+    def emit(self, event) -> None:
+        super().emit(event)
+        raise SystemExit("killed")
+
+
+def test_each_closed_period_emits_one_period_ended_with_one_id(index, database_url, board_id):
+    clock = MovableClock(datetime(2026, 11, 22, 16, 30, tzinfo=UTC))
+    db = Database(database_url)
+    rewards = {
+        "top": 3,
+        "tiers": [{"name": "winner", "ranks": [1, 1]}, {"name": "top", "top_percent": 50}],
+    }
+    admin = _custom_board(index, db, board_id, clock, BERLIN_SUNDAYS, rewards=rewards)
+    assert admin.put_board(board_id, {}, ADMIN)[0]["rewards"] == rewards
+    sink = ListSink()
+    scores = ScoreService(index, sink, clock)
+    _play(scores, board_id, seed=9, count=40)
+    final = ReadService(index, clock).entries(board_id, {"period": "custom", "limit": "100"})
+    clock.now = datetime(2026, 11, 22, 17, 5, tzinfo=UTC)
+    StandingsStore(db).write(sink.events)
+
+    dying = _DiesAfterEmitting()
+    with pytest.raises(SystemExit):
+        Rollover(db, index, clock, chunk_size=4, sink=dying).run(board_ids={board_id})
+    events = EventListSink()
+    rollover = Rollover(db, index, clock, chunk_size=4, sink=events)
+    assert rollover.run(board_ids={board_id}).archived == [f"{board_id}/2026-11-15T170000Z"]
+    assert rollover.run(board_ids={board_id}).archived == []  # and no second event
+    (first,), (event,) = dying.events, events.events
+    assert event.to_json() == first.to_json()  # the same id and the same bytes
+    body = event.envelope()
+    assert body["type"] == "period.ended" and body["id"] == event.event_id
+    data = body["data"]
+    assert (data["board_id"], data["reason"]) == (board_id, "schedule")
+    assert data["period"] == {
+        "id": "2026-11-15T170000Z",
+        "kind": "custom",
+        "starts_at": "2026-11-15T17:00:00Z",
+        "ends_at": "2026-11-22T17:00:00Z",
+    }
+    ranked = [(e["rank"], e["player_id"], e["score"]) for e in final["entries"]]
+    assert [(e["rank"], e["player_id"], e["score"]) for e in data["top"]] == [
+        r for r in ranked if r[0] <= 3
+    ]
+    winner, top = data["tiers"]
+    assert [p["player_id"] for p in winner["players"]] == [r[1] for r in ranked if r[0] == 1]
+    half = -(-final["total"] * 50 // 100)
+    assert [p["player_id"] for p in top["players"]] == [r[1] for r in ranked if r[0] <= half]
+
+    # a season ended by hand says so (a period no one played in has nothing to archive or say)
+    scores.submit(board_id, {"player_id": "early", "score": 1}, SERVER, None)
+    admin.end_period(board_id, ADMIN)
+    clock.advance(seconds=2)
+    scores.submit(board_id, {"player_id": "late", "score": 1}, SERVER, None)
+    StandingsStore(db).write(sink.events)
+    rollover.run(board_ids={board_id})
+    assert [e.envelope()["data"]["reason"] for e in events.events] == ["schedule", "manual"]

@@ -10,6 +10,7 @@ from typing import Any
 from leaderboard.domain.errors import BadRequest, Conflict
 from leaderboard.domain.hooks import HookConfig, parse_hook_field
 from leaderboard.domain.live import DEFAULT_LIVE_TOP, MAX_LIVE_TOP, board_channel
+from leaderboard.domain.period_events import Rewards, parse_rewards
 from leaderboard.domain.periods import (
     ALL_TIME,
     BOARD_PERIOD_KINDS,
@@ -77,6 +78,9 @@ class BoardConfig:
     # Instants (ISO 8601, UTC) an admin ended the current custom period at, oldest first: the
     # newest KEPT_ENDS (POST /boards/{id}/periods/end).
     ended_by_hand: tuple[str, ...] = ()
+    # What each period.ended event of the board lists (leaderboard/domain/period_events.py);
+    # None: the default, the top 10 and no tiers.
+    rewards: Rewards | None = None
     created_at: str = ""
     updated_at: str = ""
     version: int = 1
@@ -93,6 +97,7 @@ class BoardConfig:
         data["live_channel"] = board_channel(self.board_id)
         data["schedule"] = self.schedule.to_json() if self.schedule is not None else None
         data["ended_by_hand"] = list(self.ended_by_hand)
+        data["rewards"] = self.rewards.to_json() if self.rewards is not None else None
         return data
 
     def calendar(self) -> Calendar | None:
@@ -158,6 +163,7 @@ class BoardConfig:
             teams=data.get("teams"),
             schedule=Schedule.parse(data["schedule"]) if data.get("schedule") else None,
             ended_by_hand=tuple(data.get("ended_by_hand") or ()),
+            rewards=parse_rewards(data["rewards"]) if data.get("rewards") is not None else None,
             created_at=data.get("created_at", ""),
             updated_at=data.get("updated_at", ""),
             version=int(data.get("version", 1)),
@@ -182,6 +188,7 @@ _FIELDS = (
     "validation_hook",
     "teams",
     "schedule",
+    "rewards",
 )
 
 
@@ -294,6 +301,8 @@ def _parse_field(name: str, value: Any, hook_targets: Collection[str]) -> Any:
         return None if value is None else _choice(value, name, TEAM_AGGREGATES)
     if name == "schedule":
         return None if value is None else Schedule.parse(value)
+    if name == "rewards":
+        return None if value is None else parse_rewards(value)
     raise AssertionError(name)  # pragma: no cover
 
 

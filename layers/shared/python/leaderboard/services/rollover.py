@@ -17,19 +17,22 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 
 from leaderboard.domain.boards import BoardConfig
 from leaderboard.domain.clock import Clock, system_clock
-from leaderboard.domain.errors import BadRequest, NotFound
+from leaderboard.domain.errors import BadRequest, NotFound, Unavailable
+from leaderboard.domain.period_events import PeriodEnded
 from leaderboard.domain.periods import ALL_TIME, CUSTOM, Period, parse_period_id
 from leaderboard.stores.archive import ArchiveStore
+from leaderboard.stores.event_bus import PeriodEventSink
 from leaderboard.stores.postgres import BoardRepository, Database
-from leaderboard.stores.redis_index import BoardKeys, RedisIndex
+from leaderboard.stores.redis_index import BoardKeys, Entry, RedisIndex
 
 log = logging.getLogger("leaderboard.rollover")
+EVENT_CHUNK = 1000  # entries per read while building a period.ended event
 
 
 @dataclass
@@ -59,7 +62,9 @@ class Rollover:
         *,
         chunk_size: int = 5000,
         retention: timedelta = timedelta(days=7),
+        sink: PeriodEventSink | None = None,
     ) -> None:
+        """`sink`: where each closed period's period.ended event goes (None: nowhere)."""
         self.db = db
         self.index = index
         self.archive = ArchiveStore(db)
@@ -67,6 +72,7 @@ class Rollover:
         self.clock = clock
         self.chunk_size = chunk_size
         self.retention = retention
+        self.sink = sink
 
     def run(
         self,
@@ -167,6 +173,17 @@ class Rollover:
                 for team in self.archive.ranked_ids(board_id, period.id, region):
                     self._archive_ranked(board_id, period, region, f"members:{team}", keep_going)
         entries, differences = self.archive.finish(board_id, period.id, now)
+        if self.sink is not None:
+            # Before the period counts as archived: a run that dies here archives it again
+            # and emits the same event, same id, same bytes (PeriodEnded.event_id).
+            try:
+                self.sink.emit(self._ended(board, period, entries))
+            except Unavailable:
+                log.exception(
+                    "period.ended of %s %s not sent; the next run retries", board_id, period.id
+                )
+                report.complete = False
+                return
         self.index.mark_archived(board_id, period.id, entries)
         report.archived.append(f"{board_id}/{period.id}")
         report.differences += differences
@@ -178,6 +195,33 @@ class Rollover:
                 differences,
             )
         log.info("archived %s %s: %d entries", board_id, period.id, entries)
+
+    def _ended(self, board: BoardConfig, period: Period, total: int) -> PeriodEnded:
+        """The period.ended event: the final global board, as archived, read only as deep as
+        the board's rewards need."""
+        by_hand = period.ends_at is not None and (
+            period.ends_at.strftime("%Y-%m-%dT%H:%M:%SZ") in board.ended_by_hand
+        )
+
+        def ranked() -> Iterator[Entry]:
+            start = 0
+            while True:
+                window = self.index.window(
+                    board.board_id, period, None, op="page", size=EVENT_CHUNK, offset_or_rank=start
+                )
+                yield from window.entries
+                if len(window.entries) < EVENT_CHUNK:
+                    return
+                start += len(window.entries)
+
+        return PeriodEnded.build(
+            board.board_id,
+            period,
+            reason="manual" if by_hand else "schedule",
+            total=total,
+            entries=ranked(),
+            rewards=board.rewards,
+        )
 
     def _archive_ranked(
         self,
