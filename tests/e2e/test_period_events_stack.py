@@ -11,12 +11,14 @@ import json
 import shutil
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from devstack import tokens
 from devstack.servers import free_port
 from devstack.stack import LocalStack, StackConfig
 from leaderboard.domain.period_events import PeriodEnded, parse_rewards
@@ -97,3 +99,60 @@ def test_a_period_ended_on_the_local_bus_arrives_signed_at_the_receiver(stack, m
     assert [e["event_id"] for e in listed] == [event.event_id, event.event_id]
     assert all(e["verified"] for e in listed)
     assert listed[0]["event"] == json.loads(event.to_json())
+
+
+def _http(stack: LocalStack, method: str, path: str, body: object, token: str) -> tuple[int, dict]:
+    request = urllib.request.Request(
+        stack.url + path,
+        data=json.dumps(body).encode(),
+        method=method,
+        headers={"content-type": "application/json", "authorization": f"Bearer {token}"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def test_a_season_ended_over_http_reaches_the_webhook_with_its_winners(stack):
+    """Issue 24 end to end: a board of seasons, scores, the season ended by an admin over HTTP,
+    the stack's own rollover (its minute's run of due boards) archives it and emits the event,
+    which arrives signed with the season's final standings and reward tiers."""
+    secret = tokens.local_secret(stack.config.data_dir)
+    admin = tokens.mint(secret, "e2e-admin", "leaderboard/admin")
+    server = tokens.mint(secret, "e2e-server", "leaderboard/server")
+    board = f"season-{int(time.time())}"
+    rules = {
+        "periods": ["all-time", "custom"],
+        "schedule": {"timezone": "Europe/Berlin"},
+        "mode": "best",
+        "rewards": {"top": 2, "tiers": [{"name": "champion", "ranks": [1, 1]}]},
+    }
+    assert _http(stack, "PUT", f"/boards/{board}", rules, admin)[0] == 201
+    for player, score in (("ada", 30), ("bo", 50), ("cy", 40)):
+        status, _ = _http(
+            stack, "POST", f"/boards/{board}/scores", {"player_id": player, "score": score}, server
+        )
+        assert status == 200
+    status, ended = _http(stack, "POST", f"/boards/{board}/periods/end", {}, admin)
+    assert status == 200, ended
+    season = ended["ended"]["period"]
+    time.sleep(1.2)  # the end is the next whole second
+    stack.invoke("RolloverFunction", {"kinds": ["custom"], "due": True})
+
+    received = stack.webhooks.wait_for(
+        lambda r: any(json.loads(x.body)["data"]["board_id"] == board for x in r)
+    )
+    (got,) = [r for r in received if json.loads(r.body)["data"]["board_id"] == board]
+    assert documented_verify(
+        stack.env["WEBHOOK_SECRET"].encode(), got.headers, got.body, time.time()
+    )
+    data = json.loads(got.body)["data"]
+    assert (data["reason"], data["period"]["id"]) == ("manual", season)
+    assert [(e["rank"], e["player_id"]) for e in data["top"]] == [(1, "bo"), (2, "cy")]
+    assert [p["player_id"] for p in data["tiers"][0]["players"]] == ["bo"]
+    with urllib.request.urlopen(f"{stack.url}/boards/{board}/periods", timeout=10) as reply:
+        periods = {p["period"]: p["status"] for p in json.load(reply)["periods"]}
+    assert periods[season] == "archived"
+    assert periods[ended["current"]["period"]] == "open"
