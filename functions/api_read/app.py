@@ -62,6 +62,12 @@ def list_boards() -> dict[str, Any]:
     return reads.list_boards(caller=who)
 
 
+@app.get("/tournaments")
+def tournaments() -> dict[str, Any]:
+    who = optional_caller(app)
+    return reads.tournaments(query(app), caller=who)
+
+
 @app.get("/boards/<board_id>")
 def get_board(board_id: str) -> dict[str, Any]:
     who = optional_caller(app)

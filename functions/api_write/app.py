@@ -1,4 +1,5 @@
-"""Write API: score submissions. One Redis script, then one queue send.
+"""Write API: score submissions (one Redis script, then one queue send) and tournament sign-ups
+(one Redis script).
 
 PostgreSQL is reached only when Redis has no such board, to tell a board whose serving data
 was lost (503 while it is restored) from an unknown one (404). A board with a validation hook
@@ -51,6 +52,13 @@ scores = ScoreService(
 )
 tracer.patch(["botocore"])  # X-Ray subsegments for SQS calls
 app = create_app()
+
+
+@app.post("/boards/<board_id>/join")
+def join(board_id: str) -> Response:
+    who = caller(app)
+    no_query(app)
+    return json_response(200, scores.join(board_id, json_body(app, required=False), who))
 
 
 @app.post("/boards/<board_id>/scores")

@@ -51,6 +51,7 @@ SAMPLE_VALUES = {
     "after": "p-0",
     "by": "player",
     "team": "red",
+    "status": "open",
 }
 # Where a route's parameter takes another kind of value than SAMPLE_VALUES's.
 ROUTE_SAMPLES = {
@@ -69,6 +70,7 @@ CODE_PARAMS = {
     "GET /boards/{board_id}/players/{player_id}/history": reads._HISTORY_PARAMS,
     "GET /boards/{board_id}/flags": boards._FLAGS_PARAMS,
     "GET /boards/{board_id}/hidden": boards._HIDDEN_PARAMS,
+    "GET /tournaments": reads._TOURNAMENTS_PARAMS,
 }
 
 

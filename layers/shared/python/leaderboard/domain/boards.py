@@ -22,6 +22,7 @@ from leaderboard.domain.periods import (
 from leaderboard.domain.schedules import Schedule
 from leaderboard.domain.shards import MAX_SHARDS
 from leaderboard.domain.tiebreakers import TieBreaker, parse_columns, script_spec
+from leaderboard.domain.tournaments import Tournament
 from leaderboard.domain.validation import (
     REGION_RE,
     require_int,
@@ -47,6 +48,7 @@ IMMUTABLE_WITH_ENTRIES = (
     "tiebreakers",
     "teams",
     "schedule",
+    "tournament",
 )
 
 
@@ -81,6 +83,9 @@ class BoardConfig:
     # What each period.ended event of the board lists (leaderboard/domain/period_events.py);
     # None: the default, the top 10 and no tiers.
     rewards: Rewards | None = None
+    # A time-boxed competition (leaderboard/domain/tournaments.py): its one period, `custom`,
+    # is its window. None: not a tournament.
+    tournament: Tournament | None = None
     created_at: str = ""
     updated_at: str = ""
     version: int = 1
@@ -98,10 +103,13 @@ class BoardConfig:
         data["schedule"] = self.schedule.to_json() if self.schedule is not None else None
         data["ended_by_hand"] = list(self.ended_by_hand)
         data["rewards"] = self.rewards.to_json() if self.rewards is not None else None
+        data["tournament"] = self.tournament.to_json() if self.tournament is not None else None
         return data
 
     def calendar(self) -> Calendar | None:
         """Where this board's custom periods start and end (None: it keeps none)."""
+        if self.tournament is not None:
+            return tournament_calendar(self.tournament)
         return board_calendar(self.schedule, self.created_at, self.ended_by_hand)
 
     def to_script_config(self) -> dict[str, Any]:
@@ -122,7 +130,15 @@ class BoardConfig:
             cfg["hook"] = self.validation_hook.to_json()
         if self.teams is not None:
             cfg["teams"] = self.teams
-        if self.schedule is not None:
+        if self.tournament is not None:
+            # its window as a calendar the write path reads like a schedule's, and the rules
+            # the submit script checks
+            cfg["sched"] = {"timezone": "UTC"}
+            cfg["since"] = self.tournament.to_json()["starts_at"]
+            cfg["ends"] = [self.tournament.to_json()["ends_at"]]
+            cfg["final"] = True
+            cfg["tour"] = self.tournament.script_rules()
+        elif self.schedule is not None:
             # The write path places a submission's custom period with these (the scripts skip
             # them); an end by hand changes the text, so every cached copy goes stale at once.
             cfg["sched"] = self.schedule.to_json()
@@ -164,6 +180,7 @@ class BoardConfig:
             schedule=Schedule.parse(data["schedule"]) if data.get("schedule") else None,
             ended_by_hand=tuple(data.get("ended_by_hand") or ()),
             rewards=parse_rewards(data["rewards"]) if data.get("rewards") is not None else None,
+            tournament=Tournament.parse(data["tournament"]) if data.get("tournament") else None,
             created_at=data.get("created_at", ""),
             updated_at=data.get("updated_at", ""),
             version=int(data.get("version", 1)),
@@ -189,21 +206,31 @@ _FIELDS = (
     "teams",
     "schedule",
     "rewards",
+    "tournament",
 )
 
 
 def board_calendar(
-    schedule: Schedule | None, created_at: str, ended_by_hand: Collection[str]
+    schedule: Schedule | None,
+    created_at: str,
+    ended_by_hand: Collection[str],
+    final: bool = False,
 ) -> Calendar | None:
     """A board's Calendar from its stored fields (also from the scripts' cfg: sched, since,
-    ends)."""
+    ends, final)."""
     if schedule is None:
         return None
     return Calendar(
         schedule,
         _instant(created_at),
         tuple(_instant(text) for text in ended_by_hand),
+        final,
     )
+
+
+def tournament_calendar(tournament: Tournament) -> Calendar:
+    """A tournament's one period: its window, current from creation and for good after."""
+    return Calendar(Schedule(None, "UTC"), tournament.starts_at, (tournament.ends_at,), final=True)
 
 
 def _instant(text: str) -> datetime:
@@ -215,6 +242,8 @@ def end_by_hand(board: BoardConfig, now: datetime, now_iso: str) -> BoardConfig:
     """The board with its current custom period ended at `now` (a season ended by an admin):
     Conflict when it keeps no custom periods, or the current one started this very second."""
     calendar = board.calendar()
+    if board.tournament is not None:
+        raise Conflict("a tournament ends at its ends_at, not by hand", field="tournament")
     if calendar is None:
         raise Conflict(
             "the board keeps no custom periods to end (periods without custom)", field="periods"
@@ -303,6 +332,8 @@ def _parse_field(name: str, value: Any, hook_targets: Collection[str]) -> Any:
         return None if value is None else Schedule.parse(value)
     if name == "rewards":
         return None if value is None else parse_rewards(value)
+    if name == "tournament":
+        return None if value is None else Tournament.parse(value)
     raise AssertionError(name)  # pragma: no cover
 
 
@@ -330,6 +361,8 @@ def parse_board_request(
         name: _parse_field(name, body[name], hook_targets) for name in _FIELDS if name in body
     }
 
+    if existing is None and changes.get("tournament") is not None and "periods" not in body:
+        changes["periods"] = (CUSTOM,)  # a tournament's one period is its window
     base = existing or BoardConfig(board_id=board_id, created_at=now_iso)
     board = replace(
         base, **changes, updated_at=now_iso, version=(existing.version + 1) if existing else 1
@@ -355,7 +388,18 @@ def parse_board_request(
         raise BadRequest(
             "teams cannot be exact on a sharded board: use shards 1, or no teams", field="teams"
         )
-    if (CUSTOM in board.periods) != (board.schedule is not None):
+    if board.tournament is not None:
+        if board.periods != (CUSTOM,) or board.schedule is not None:
+            raise BadRequest(
+                'a tournament keeps one period, its window: periods ["custom"] and no schedule',
+                field="tournament",
+            )
+        if board.shards > 1:
+            raise BadRequest(
+                "a tournament's caps cannot be exact on a sharded board: use shards 1",
+                field="tournament",
+            )
+    elif (CUSTOM in board.periods) != (board.schedule is not None):
         raise BadRequest(
             "a board keeps custom periods exactly when it has a schedule: add both `custom` to "
             "periods and a schedule, or neither",

@@ -110,3 +110,22 @@ class HookUnavailable(Unavailable):
 
 class ConfigurationError(RuntimeError):
     """Raised at cold start when the function's environment is incomplete or invalid."""
+
+
+class TournamentRefused(Conflict):
+    """A tournament's rules refuse a submission or a sign-up: `reason` says which
+    (domain/tournaments.py: not_started, ended, not_joined, full, attempts_exhausted)."""
+
+    code = "tournament_rules"
+    MESSAGES = {
+        "not_started": "the tournament has not started yet",
+        "ended": "the tournament has ended",
+        "not_joined": "this tournament needs a sign-up first (POST /boards/{board_id}/join)",
+        "full": "the tournament is full",
+        "attempts_exhausted": "this player has used every attempt the tournament allows",
+    }
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            self.MESSAGES.get(reason, "the tournament's rules refuse this"), reason=reason
+        )

@@ -166,9 +166,13 @@ class Calendar:
     schedule: Schedule
     since: datetime  # when the board was made
     ends: tuple[datetime, ...] = ()  # ends by hand, oldest first (the newest KEPT_ENDS)
+    # A tournament's: nothing follows its last end (the window), which stays the current one
+    final: bool = False
 
     def start_at(self, at: datetime) -> datetime:
         """The start of the period that holds the instant `at`."""
+        if self.final and self.ends and at >= self.ends[-1]:
+            at = self.ends[-1] - timedelta(microseconds=1)  # the last period, for good
         bounds = [end for end in self.ends if end <= at]
         fire = self.schedule.last_fire(at)
         if fire is not None:

@@ -66,7 +66,7 @@ class BoardAdminService:
             Rebuilder(self.db, self.index).rebuild(board_id)
         else:
             self.index.publish_board(board)
-        if board.schedule is not None or (existing is not None and existing.schedule is not None):
+        if board.calendar() is not None or (existing is not None and existing.calendar()):
             # the rollover's next minute looks at it, and knows from then on when it is due
             self.index.rollover_due_at(board_id, self.clock())
         return board.to_public(), existing is None

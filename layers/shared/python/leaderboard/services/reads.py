@@ -33,10 +33,12 @@ from leaderboard.domain.periods import (
     Calendar,
     Period,
     current_period,
+    custom_period_id,
     parse_period_id,
     resolve_period,
 )
 from leaderboard.domain.schedules import Schedule
+from leaderboard.domain.tournaments import ENDED, OPEN, UPCOMING, Tournament
 from leaderboard.domain.validation import (
     PLAYER_ID_RE,
     known_params,
@@ -68,6 +70,7 @@ _PLAYER_PARAMS = {"period", "region", "viewer", "by", "team"}
 _AROUND_PARAMS = {"period", "region", "count", "viewer", "by", "team"}
 _PLAYERS_PARAMS = {"ids", "period", "region", "viewer", "by", "team"}
 _STANDINGS_PARAMS = {"region", "viewer"}
+_TOURNAMENTS_PARAMS = {"status"}
 _HISTORY_PARAMS = {"kind", "region", "limit", "before", "viewer", "by"}
 ARCHIVED_KINDS = (DAILY, WEEKLY, MONTHLY, CUSTOM)
 # How long a read function trusts the custom periods of a board it looked up: an end by hand
@@ -673,6 +676,44 @@ class ReadService:
         listed.sort(key=lambda p: str(p["period"]), reverse=True)  # newest first in a kind
         listed.sort(key=lambda p: order[str(p["kind"])])  # stable: all-time, daily, weekly...
         return {"board_id": board_id, "periods": listed}
+
+    def tournaments(self, query: Query, *, caller: Caller | None = None) -> dict[str, Any]:
+        """Every tournament: open ones first (ending soonest first), then upcoming ones
+        (starting soonest first), then ended ones (newest first); `status` keeps one kind.
+        `caller` is who reads (anonymous: None)."""
+        known_params(query, _TOURNAMENTS_PARAMS)
+        wanted = query.get("status")
+        if wanted not in (None, UPCOMING, OPEN, ENDED):
+            raise BadRequest("status must be open, upcoming or ended", field="status")
+        now = self.clock()
+        listed = []
+        for board in self.list_boards()["boards"]:
+            if not board.get("tournament"):
+                continue
+            tournament = Tournament.parse(board["tournament"])
+            status = tournament.status(now)
+            if wanted is not None and status != wanted:
+                continue
+            listed.append(
+                {
+                    "board_id": board["board_id"],
+                    "title": board.get("title"),
+                    "status": status,
+                    "period": custom_period_id(tournament.starts_at),
+                    **tournament.to_json(),
+                }
+            )
+        rank = {OPEN: 0, UPCOMING: 1, ENDED: 2}
+        listed.sort(key=lambda t: t["board_id"])
+        listed.sort(
+            key=lambda t: (
+                rank[t["status"]],
+                t["ends_at"] if t["status"] == OPEN else t["starts_at"],
+            )
+        )
+        ended = [t for t in listed if t["status"] == ENDED]
+        ended.sort(key=lambda t: t["ends_at"], reverse=True)
+        return {"tournaments": [t for t in listed if t["status"] != ENDED] + ended}
 
     def list_boards(self, *, caller: Caller | None = None) -> dict[str, Any]:
         """Every board. `caller` is who reads (anonymous: None)."""

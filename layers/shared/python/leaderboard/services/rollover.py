@@ -217,7 +217,11 @@ class Rollover:
         return PeriodEnded.build(
             board.board_id,
             period,
-            reason="manual" if by_hand else "schedule",
+            reason="tournament"
+            if board.tournament is not None
+            else "manual"
+            if by_hand
+            else "schedule",
             total=total,
             entries=ranked(),
             rewards=board.rewards,

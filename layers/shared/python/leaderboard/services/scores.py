@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from leaderboard.domain.auth import Caller
+from leaderboard.domain.auth import Caller, submission_player
 from leaderboard.domain.clock import Clock, system_clock, to_ms
 from leaderboard.domain.errors import (
     BadRequest,
@@ -21,7 +21,11 @@ from leaderboard.domain.events import ScoreEvent, new_event_id
 from leaderboard.domain.hooks import HookConfig, HookFailure, Screening, screenings
 from leaderboard.domain.periods import current_periods
 from leaderboard.domain.submissions import Submission, parse_batch, parse_submission
-from leaderboard.domain.validation import require_board_id, require_idempotency_key
+from leaderboard.domain.validation import (
+    require_board_id,
+    require_idempotency_key,
+    require_player_id,
+)
 from leaderboard.stores.redis_index import BatchWrite, RedisIndex, Screen, SubmitResult
 
 
@@ -110,6 +114,24 @@ class ScoreService:
         return SubmitResponse(
             body=_response(board_id, submission, result), replayed=result.replayed, event=event
         )
+
+    def join(self, board_id: str, body: dict[str, Any], caller: Caller) -> dict[str, Any]:
+        """Sign a player up for a tournament: a player token signs itself up, a server or
+        admin token names `player_id` (as for submissions)."""
+        board_id = require_board_id(board_id)
+        if not isinstance(body, dict) or set(body) - {"player_id"}:
+            raise BadRequest("the body may name only player_id", field="player_id")
+        requested = body.get("player_id")
+        if requested is not None:
+            requested = require_player_id(requested)
+        player_id = require_player_id(submission_player(caller, requested))
+        joined, participants = self.index.join(board_id, player_id, to_ms(self.clock()))
+        return {
+            "board_id": board_id,
+            "player_id": player_id,
+            "joined": joined,
+            "participants": participants,
+        }
 
     def submit_batch(self, board_id: str, body: dict[str, Any], caller: Caller) -> BatchResponse:
         """Up to 500 submissions to one board: one Redis round trip, batched queue sends, one

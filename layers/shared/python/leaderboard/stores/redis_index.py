@@ -45,6 +45,7 @@ from leaderboard.domain.errors import (
     NotFound,
     RateLimited,
     RejectedByHook,
+    TournamentRefused,
     Unavailable,
     Unprocessable,
 )
@@ -400,6 +401,7 @@ class WriteRules:
     hook: HookConfig | None = None  # the board's validation hook (not the script's concern)
     teams: str | None = None  # the board's team aggregate ("sum", "best"), or no teams
     calendar: Calendar | None = None  # where the board's custom periods fall; None: none kept
+    tournament: str = ""  # a tournament's rules for the submit script (ARGV 27); '' = none
 
     @property
     def keyed(self) -> bool:
@@ -455,10 +457,14 @@ class WriteRules:
             hook=HookConfig.from_json(cfg.get("hook")),
             teams=cfg.get("teams"),
             calendar=board_calendar(
-                Schedule.parse(cfg["sched"]), cfg.get("since", ""), cfg.get("ends") or ()
+                Schedule.parse(cfg["sched"]),
+                cfg.get("since", ""),
+                cfg.get("ends") or (),
+                bool(cfg.get("final")),
             )
             if cfg.get("sched")
             else None,
+            tournament=cfg.get("tour", ""),
         )
 
     def periods_at(self, periods: dict[str, Period], now_ms: int) -> dict[str, Period]:
@@ -538,6 +544,7 @@ class RedisIndex:
         self._purge_set = client.register_script(_script("purge_set"))
         self._players = client.register_script(_script("players"))
         self._visibility = client.register_script(_script("visibility"))
+        self._join = client.register_script(_script("join"))
         self._purge_teams = client.register_script(_script("purge_teams"))
         # Per execution environment: the submit script's rules by board (checked on every call).
         self._rules: dict[str, WriteRules] = {}
@@ -814,6 +821,9 @@ class RedisIndex:
         if rules is not None and rules.tiebreakers:
             # ARGV 26: the submitted score's key, so the script need not build it
             args += [""] * (25 - len(args)) + [score_key(float(score))]
+        if rules is not None and rules.tournament:
+            # ARGV 27: the tournament's window, sign-up and caps, checked with the write
+            args += [""] * (26 - len(args)) + [rules.tournament]
         return script_keys, args
 
     def _rules_of(self, board_id: str) -> WriteRules | None:
@@ -893,6 +903,21 @@ class RedisIndex:
             public = board.to_public() | {"version": board.version}
             self.client.hset(CATALOG_KEY, board.board_id, json.dumps(public))
         return bool(written)
+
+    @guarded
+    def join(self, board_id: str, player_id: str, now_ms: int) -> tuple[bool, int]:
+        """Sign a player up for a tournament: (newly joined, participants now). Refused
+        (TournamentRefused) when it ended or is full; NotFound for an unknown board, Conflict
+        for a board that is no tournament."""
+        keys = BoardKeys(board_id)
+        reply = self._join(keys=[keys.cfg, keys.prefix + "joined"], args=[player_id, now_ms])
+        if reply[0] == "OK":
+            return reply[1] == 1, int(reply[2])
+        if reply[1] == "no_board":
+            raise BoardMissing(f"board {board_id!r} does not exist", board_id=board_id)
+        if reply[1] == "not_tournament":
+            raise Conflict(f"board {board_id!r} is not a tournament", board_id=board_id)
+        raise TournamentRefused(reply[2])
 
     @guarded
     def rollover_due_at(self, board_id: str, at: datetime | None) -> None:
@@ -1562,6 +1587,9 @@ def _submit_error(
             "(min_score/max_score, or 2^53-1)",
             field="score",
         )
+    if code == "tournament":
+        reason = detail[1] if len(detail) > 1 else ""
+        return TournamentRefused(reason)
     if code == "rate_limited":
         retry_ms = int(detail[1])
         return RateLimited(

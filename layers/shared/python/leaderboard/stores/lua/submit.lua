@@ -27,8 +27,10 @@
 --       none), 22 the tie key of the submitted tie-breakers ('' = the board has none),
 --       23 the validation hook's verdict, kept in the outbox, 24 the team the submission names
 --       ('' = none), 25 the board's team aggregate ('sum' | 'best'; '' = no teams),
---       26 the score key of the submitted score (tie-breaker boards; '' = not sent)
---       (19-25 are '' where unused).
+--       26 the score key of the submitted score (tie-breaker boards; '' = not sent),
+--       27 a tournament's rules "start_ms end_ms join max_participants max_attempts" ('' =
+--       not a tournament)
+--       (19-26 are '' where unused).
 -- Returns {'OK', record} | {'REPLAY', record} | {'STALE', cfg text} | {'ERR', code, ...}.
 -- A record is "event_id\tapplied\tversion\tnow_ms\tmode[\tarrival]", then one
 -- "suffix\tscore\trank\tchanged\tprevious score\tprevious rank[\ttie key]" line per set
@@ -67,6 +69,31 @@ if fp ~= '' and got[3] then
   return {'ERR', 'idempotency_conflict'}
 end
 if ARGV[10] ~= '' then return {'ERR', ARGV[10], '', ''} end
+
+-- Tournaments: the window, the sign-up, the cap on participants and on attempts, checked here
+-- so that twelve clients at once can never pass a limit (domain/tournaments.py).
+local tour = ARGV[27] or ''
+local tour_join, tour_attempts -- keys to write once the submission is applied
+if tour ~= '' then
+  local ts, te, join, maxp, maxa = string.match(tour, '^(%d+) (%d+) ([01]) (%d*) (%d*)$')
+  if tonumber(ARGV[4]) < tonumber(ts) then return {'ERR', 'tournament', 'not_started'} end
+  if tonumber(ARGV[4]) >= tonumber(te) then return {'ERR', 'tournament', 'ended'} end
+  local tpfx = string.sub(KEYS[1], 1, #KEYS[1] - 3)
+  local joined = tpfx .. 'joined'
+  if redis.call('SISMEMBER', joined, ARGV[2]) == 0 then
+    if join == '1' then return {'ERR', 'tournament', 'not_joined'} end
+    if maxp ~= '' and redis.call('SCARD', joined) >= tonumber(maxp) then
+      return {'ERR', 'tournament', 'full'}
+    end
+    tour_join = joined -- playing is joining, without a sign-up
+  end
+  if maxa ~= '' then
+    tour_attempts = tpfx .. 'attempts'
+    if (tonumber(redis.call('HGET', tour_attempts, ARGV[2])) or 0) >= tonumber(maxa) then
+      return {'ERR', 'tournament', 'attempts_exhausted'}
+    end
+  end
+end
 
 local player, delta, now = ARGV[2], ARGV[3], tonumber(ARGV[4])
 local score = tonumber(delta)
@@ -219,6 +246,8 @@ if not plain then place = function(zv, score_text, member, keylen, absent)
 end end
 
 local version = redis.call('INCR', KEYS[4])
+if tour_join then redis.call('SADD', tour_join, player) end
+if tour_attempts then redis.call('HINCRBY', tour_attempts, player, 1) end
 local tie = ''
 if first then
   -- Equal scores order by member; this prefix makes the earlier arrival come first. A shard
