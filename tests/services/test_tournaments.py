@@ -188,10 +188,14 @@ def test_the_end_archives_the_final_standings_and_says_tournament(index, databas
     data = event.envelope()["data"]
     assert data["reason"] == "tournament"
     ranked = [(e["rank"], e["player_id"]) for e in final["entries"]]
-    assert [(e["rank"], e["player_id"]) for e in data["top"]] == ranked[:2] == [
-        (1, "p3"),
-        (1, "p1"),
-    ]  # equal scores share the rank
+    assert (
+        [(e["rank"], e["player_id"]) for e in data["top"]]
+        == ranked[:2]
+        == [
+            (1, "p3"),
+            (1, "p1"),
+        ]
+    )  # equal scores share the rank
     assert [p["player_id"] for p in data["tiers"][0]["players"]] == ["p3", "p1"]
     clock.now += timedelta(days=30)  # read forever, from the archive once the keys are gone
     rollover.run(board_ids={board_id})
