@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from leaderboard.domain.boards import BoardConfig, parse_board_request
-from leaderboard.domain.errors import BadRequest, ConfigurationError
+from leaderboard.domain.errors import BadRequest, ConfigurationError, Unprocessable
 from leaderboard.domain.hooks import (
     HookConfig,
     HookFailure,
@@ -65,8 +65,6 @@ def test_the_field_takes_defaults_and_goes_into_the_script_config():
         {"target": 5},
         {"target": "Not A Name"},
         {"target": "arn:aws:s3:::bucket"},  # not a Lambda function
-        {"target": "arn:aws:lambda:eu-west-1:123456789012:function:other"},  # not allowed
-        {"target": "elsewhere"},  # a well-formed name the configuration does not have
         {"target": "no_negative", "timeout_ms": 9},
         {"target": "no_negative", "timeout_ms": 5001},
         {"target": "no_negative", "timeout_ms": 100.5},
@@ -82,8 +80,21 @@ def test_a_bad_hook_is_400_naming_the_field(value):
     assert caught.value.details["field"] == "validation_hook"
 
 
+@pytest.mark.parametrize(
+    "target",
+    [
+        "arn:aws:lambda:eu-west-1:123456789012:function:other",  # a function not allowed
+        "elsewhere",  # a well-formed name the configuration does not have
+    ],
+)
+def test_a_well_formed_target_the_deployment_does_not_allow_is_422(target):
+    with pytest.raises(Unprocessable) as caught:
+        _board({"validation_hook": {"target": target}})
+    assert caught.value.details["field"] == "validation_hook"
+
+
 def test_no_hook_is_allowed_where_the_deployment_lists_none():
-    with pytest.raises(BadRequest):
+    with pytest.raises(Unprocessable):
         _board({"validation_hook": {"target": "no_negative"}}, targets=frozenset())
 
 

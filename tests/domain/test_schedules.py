@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from leaderboard.domain.errors import BadRequest
+from leaderboard.domain.errors import BadRequest, DomainError, Unprocessable
 from leaderboard.domain.schedules import Schedule
 
 MINUTE = timedelta(minutes=1)
@@ -205,20 +205,25 @@ def test_without_a_cron_periods_end_only_by_hand() -> None:
 
 
 @pytest.mark.parametrize(
-    ("value", "message"),
+    ("value", "error", "message"),
     [
-        ({"cron": "0 18 * *", "timezone": "UTC"}, "five fields"),
-        ({"cron": "60 * * * *", "timezone": "UTC"}, "out of range"),
-        ({"cron": "0 0 30 2 *", "timezone": "UTC"}, "never fires"),
-        ({"cron": "0 0 * * FUNDAY", "timezone": "UTC"}, "not a valid"),
-        ({"cron": "5-1 * * * *", "timezone": "UTC"}, "out of range"),
-        ({"cron": "*/0 * * * *", "timezone": "UTC"}, "out of range"),
-        ({"cron": "0 18 * * SUN", "timezone": "Mars/Olympus"}, "unknown time zone"),
-        ({"cron": "0 18 * * SUN", "timezone": "../etc/passwd"}, "unknown time zone"),
-        ({"cron": "0 18 * * SUN", "zone": "UTC"}, "unknown field"),
-        ("0 18 * * SUN", "must be an object"),
+        # not the documented shape: 400
+        ({"cron": "0 18 * *", "timezone": "UTC"}, BadRequest, "five fields"),
+        ({"cron": "0  18 * * *", "timezone": "UTC"}, BadRequest, "five fields"),
+        ({"cron": "0 18 * * SUN", "timezone": "../etc/passwd"}, BadRequest, "IANA time zone"),
+        ({"cron": "0 18 * * SUN", "zone": "UTC"}, BadRequest, "unknown field"),
+        ("0 18 * * SUN", BadRequest, "must be an object"),
+        # the shape, but no schedule: 422
+        ({"cron": "60 * * * *", "timezone": "UTC"}, Unprocessable, "out of range"),
+        ({"cron": "0 0 30 2 *", "timezone": "UTC"}, Unprocessable, "never fires"),
+        ({"cron": "0 0 * * FUNDAY", "timezone": "UTC"}, Unprocessable, "not a valid"),
+        ({"cron": "5-1 * * * *", "timezone": "UTC"}, Unprocessable, "out of range"),
+        ({"cron": "*/0 * * * *", "timezone": "UTC"}, Unprocessable, "out of range"),
+        ({"cron": "0 18 * * SUN", "timezone": "Mars/Olympus"}, Unprocessable, "unknown time zone"),
     ],
 )
-def test_bad_schedules_are_refused_with_the_reason(value: object, message: str) -> None:
-    with pytest.raises(BadRequest, match=message):
+def test_bad_schedules_are_refused_with_the_reason(
+    value: object, error: type[DomainError], message: str
+) -> None:
+    with pytest.raises(error, match=message):
         Schedule.parse(value)

@@ -327,6 +327,16 @@ CROSS_FIELD_400 = {
     "tie-breaker names must not repeat",  # distinct names: documented, not a schema keyword
     "teams cannot be exact on a sharded board: use shards 1, or no teams",
     "use by=team or team=<id>, not both",  # two query parameters: documented in words
+    # history: `before` must be an id of the `kind` asked (docs/API.md, in words)
+    *(
+        f"before must be a {kind} period id, like the `next` of a {kind} page"
+        for kind in ("daily", "weekly", "monthly", "custom")
+    ),
+    # custom periods exactly with a schedule; a tournament's one period (in words)
+    "a board keeps custom periods exactly when it has a schedule: add both `custom` to "
+    "periods and a schedule, or neither",
+    'a tournament keeps one period, its window: periods ["custom"] and no schedule',
+    "a tournament's caps cannot be exact on a sharded board: use shards 1",
 }
 # The batch route's items may be any JSON (an item that is not a submission fails alone), so
 # the fuzz can reach the strict-JSON rules every body follows (docs/API.md, Conventions).

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from leaderboard.domain.errors import BadRequest, Conflict, NotFound
+from leaderboard.domain.errors import BadRequest, Conflict, NotFound, Unprocessable
 from leaderboard.services.boards import BoardAdminService
 from leaderboard.services.reads import ReadService
 from leaderboard.services.rollover import Rollover
@@ -184,7 +184,7 @@ def test_the_rules_of_custom_periods(index, database_url, board_id, clock):
         admin.put_board(board_id, {"periods": ["custom"]}, ADMIN)
     with pytest.raises(BadRequest, match="schedule"):  # a schedule without custom
         admin.put_board(board_id, {"schedule": BERLIN_SUNDAYS}, ADMIN)
-    with pytest.raises(BadRequest, match="time zone"):
+    with pytest.raises(Unprocessable, match="time zone"):
         admin.put_board(
             board_id, {"periods": ["custom"], "schedule": {"timezone": "Nowhere/City"}}, ADMIN
         )

@@ -20,7 +20,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from leaderboard.domain.errors import BadRequest
+from leaderboard.domain.errors import BadRequest, Unprocessable
 from leaderboard.domain.submissions import Submission
 
 FIELD = "validation_hook"
@@ -93,8 +93,8 @@ def parse_hook_field(value: Any, allowed_targets: Collection[str]) -> HookConfig
         raise BadRequest(
             f"{FIELD}.target must be a Lambda function ARN or a configured hook name", field=FIELD
         )
-    if target not in allowed_targets:
-        raise BadRequest(
+    if target not in allowed_targets:  # well-formed, but not one this deployment allows
+        raise Unprocessable(
             f"{FIELD}.target {target!r} is not one of this deployment's validation hooks "
             "(VALIDATION_HOOK_ARNS, or LOCAL_VALIDATION_HOOKS locally)",
             field=FIELD,

@@ -99,7 +99,11 @@ def parse_period_id(value: str) -> Period:
     try:
         if m := _CUSTOM_RE.fullmatch(value):
             y, mo, d, h, mi, sec = (int(g) for g in m.groups())
-            start = datetime(y, mo, d, h, mi, sec, tzinfo=UTC)
+            try:
+                start = datetime(y, mo, d, h, mi, sec, tzinfo=UTC)
+            except ValueError:
+                # the shape of a start, but no instant: no period starts there
+                raise NotFound(f"no data for period {value}", period=value) from None
             return Period(CUSTOM, value, start, None)
         if m := _DAY_RE.fullmatch(value):
             return _day(date(int(m[1]), int(m[2]), int(m[3])))
@@ -149,6 +153,11 @@ def period_json(period: Period, now: datetime) -> dict[str, str | None]:
         "ends_at": _iso(period.ends_at),
         "status": "open" if period.is_open_at(now) else "closed",
     }
+
+
+def is_custom_period_id(value: str) -> bool:
+    """The shape of a custom period's id (whether or not a period starts there)."""
+    return _CUSTOM_RE.fullmatch(value) is not None
 
 
 def custom_period_id(start: datetime) -> str:

@@ -34,6 +34,7 @@ from leaderboard.domain.periods import (
     Period,
     current_period,
     custom_period_id,
+    is_custom_period_id,
     parse_period_id,
     resolve_period,
 )
@@ -762,6 +763,8 @@ class Reader:
 
 def _is_period_of(value: str, kind: str) -> bool:
     try:
+        if kind == CUSTOM:  # a bound in id order: any text of a custom id's shape
+            return is_custom_period_id(value)
         return len(value) <= CUSTOM_ID_LENGTH and parse_period_id(value).kind == kind
     except BadRequest:
         return False
