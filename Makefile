@@ -77,7 +77,12 @@ unit: setup
 static: setup
 	@$(MAKE) --no-print-directory -j3 lint typecheck validate
 
-test: static browser engine unit
+# The static checks run beside the suite, not before it: they are CPU work and the suite mostly
+# waits on servers, so together they end sooner than one after the other (either failing fails
+# the target). Chromium and Docker are installed first: package installs must not race the
+# test workers (see `engine`).
+test: browser engine
+	@$(MAKE) --no-print-directory -j2 static unit
 
 # The inner loop: every test that needs no server (no Valkey, PostgreSQL, SQS or event API,
 # no stack) and is not slow. TEST_NO_SERVERS=1 makes starting a server fail the test.
