@@ -90,10 +90,11 @@ test-fast: setup
 	TEST_NO_SERVERS=1 $(PY) -m pytest -q -m "not server and not slow" $(PYTEST_ARGS)
 
 # No hidden order dependence: the whole suite twice in a row, each time in a new random order
-# (pytest-randomly; a failure prints the seed: PYTEST_ARGS="-p randomly --randomly-seed=N").
+# (pytest-randomly; a failure prints the seed: PYTEST_ARGS="-p randomly --randomly-seed=N"),
+# the property tests with the dev profile's 25 examples, not `make test`'s 12.
 test-random: setup
-	$(PY) -m pytest $(PARALLEL) -p randomly $(PYTEST_ARGS)
-	$(PY) -m pytest $(PARALLEL) -p randomly $(PYTEST_ARGS)
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-dev} $(PY) -m pytest $(PARALLEL) -p randomly $(PYTEST_ARGS)
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-dev} $(PY) -m pytest $(PARALLEL) -p randomly $(PYTEST_ARGS)
 
 # Chromium for the demo page's browser test, from the OS packages (never a browser download).
 # CI must have it: there a failed install fails the build; elsewhere the test is skipped.
@@ -126,7 +127,7 @@ bench: setup
 # derandomized run is part of `make test`), a fresh seed each run unless FUZZ_SEED is set, and
 # the stateful sequences. A failure prints its seed and the curl command that reproduces it.
 # Then the reference-model checks (single submissions and batches) with 400 examples each, not
-# the 25 `make test` gives them (HYPOTHESIS_PROFILE=long).
+# the 12 `make test` gives them (HYPOTHESIS_PROFILE=long).
 fuzz: setup
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-2000} $(PY) -m pytest tests/e2e/test_fuzz.py -q $(PYTEST_ARGS)
 	HYPOTHESIS_PROFILE=long $(PY) -m pytest $(PARALLEL) -q tests/services/test_reference_model.py \
