@@ -82,7 +82,7 @@ static: setup
 # the target). Chromium and Docker are installed first: package installs must not race the
 # test workers (see `engine`).
 test: browser engine
-	@$(MAKE) --no-print-directory -j2 static unit
+	@$(MAKE) --no-print-directory -j4 lint typecheck validate unit
 
 # The inner loop: every test that needs no server (no Valkey, PostgreSQL, SQS or event API,
 # no stack) and is not slow. TEST_NO_SERVERS=1 makes starting a server fail the test.
