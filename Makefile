@@ -77,7 +77,12 @@ unit: setup
 static: setup
 	@$(MAKE) --no-print-directory -j3 lint typecheck validate
 
-test: static browser engine unit
+# The static checks run beside the suite, not before it: they are CPU work and the suite mostly
+# waits on servers, so together they end sooner than one after the other (either failing fails
+# the target). Chromium and Docker are installed first: package installs must not race the
+# test workers (see `engine`).
+test: browser engine
+	@$(MAKE) --no-print-directory -j4 lint typecheck validate unit
 
 # The inner loop: every test that needs no server (no Valkey, PostgreSQL, SQS or event API,
 # no stack) and is not slow. TEST_NO_SERVERS=1 makes starting a server fail the test.
@@ -85,10 +90,11 @@ test-fast: setup
 	TEST_NO_SERVERS=1 $(PY) -m pytest -q -m "not server and not slow" $(PYTEST_ARGS)
 
 # No hidden order dependence: the whole suite twice in a row, each time in a new random order
-# (pytest-randomly; a failure prints the seed: PYTEST_ARGS="-p randomly --randomly-seed=N").
+# (pytest-randomly; a failure prints the seed: PYTEST_ARGS="-p randomly --randomly-seed=N"),
+# the property tests with the dev profile's 25 examples, not `make test`'s 12.
 test-random: setup
-	$(PY) -m pytest $(PARALLEL) -p randomly $(PYTEST_ARGS)
-	$(PY) -m pytest $(PARALLEL) -p randomly $(PYTEST_ARGS)
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-dev} $(PY) -m pytest $(PARALLEL) -p randomly $(PYTEST_ARGS)
+	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-dev} $(PY) -m pytest $(PARALLEL) -p randomly $(PYTEST_ARGS)
 
 # Chromium for the demo page's browser test, from the OS packages (never a browser download).
 # CI must have it: there a failed install fails the build; elsewhere the test is skipped.
@@ -121,7 +127,7 @@ bench: setup
 # derandomized run is part of `make test`), a fresh seed each run unless FUZZ_SEED is set, and
 # the stateful sequences. A failure prints its seed and the curl command that reproduces it.
 # Then the reference-model checks (single submissions and batches) with 400 examples each, not
-# the 25 `make test` gives them (HYPOTHESIS_PROFILE=long).
+# the 12 `make test` gives them (HYPOTHESIS_PROFILE=long).
 fuzz: setup
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-2000} $(PY) -m pytest tests/e2e/test_fuzz.py -q $(PYTEST_ARGS)
 	HYPOTHESIS_PROFILE=long $(PY) -m pytest $(PARALLEL) -q tests/services/test_reference_model.py \

@@ -421,8 +421,13 @@ class LocalStack:
         if self.gateway is not None and self._loop is not None:
             asyncio.run_coroutine_threadsafe(self.gateway.close(), self._loop.loop).result(10)
             self.gateway = None
-        for pool in self.pools.values():
-            pool.close()
+        # Every pool at once, as they were warmed: each waits for its workers to exit (a busy
+        # one for up to a second), and one after the other that was seconds per stop.
+        threads = [threading.Thread(target=p.close) for p in self.pools.values()]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
         self.pools.clear()
         if self._loop is not None:
             self._loop.stop()
