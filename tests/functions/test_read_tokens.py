@@ -34,6 +34,7 @@ READ_PATHS = {
         "/boards/{board}/players/p-1/standings"
     ),
     "GET /boards/{board_id}/players/{player_id}/history": "/boards/{board}/players/p-1/history",
+    "GET /tournaments": "/tournaments",
 }
 # A few of tests/support/hostile_tokens.py's cases on every route; the whole table is sent to
 # one read route over HTTP in tests/devstack/test_auth_edges.py.

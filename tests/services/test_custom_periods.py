@@ -201,8 +201,10 @@ def test_the_rules_of_custom_periods(index, database_url, board_id, clock):
         admin.put_board(board_id, {"schedule": {"cron": "0 0 * * *", "timezone": "UTC"}}, ADMIN)
     with pytest.raises(NotFound):  # no period of this board starts there
         reads.entries(board_id, {"period": "2026-11-16T170000Z"})
-    with pytest.raises(BadRequest):
+    with pytest.raises(NotFound):  # the shape of a start, but no instant
         reads.entries(board_id, {"period": "2026-11-16T250000Z"})
+    with pytest.raises(BadRequest):
+        reads.entries(board_id, {"period": "2026-11-16T2500Z"})
     with pytest.raises(NotFound):
         admin.end_period("no-such-board", ADMIN)
 
