@@ -178,12 +178,15 @@ def _time_deps(spec: FunctionSpec, flags: list[str], deps: str) -> float:
     return float(seconds)
 
 
-def run(repeats: int = 11, source_repeats: int = 5) -> list[dict[str, Any]]:
+def run(
+    repeats: int = 11, source_repeats: int = 5, source_functions: set[str] | None = None
+) -> list[dict[str, Any]]:
     """One dict per function: best-of-`repeats` times in ms, ratios, and what was imported.
 
     The best run, not the median: an import does a fixed amount of work and noise only adds to
     it. On this shared machine, medians of 5 moved a ratio by +-30% between runs. Imports from
-    source take seconds, so they are repeated fewer times."""
+    source take seconds, so they are repeated fewer times, and `source_functions` may name the
+    only functions timed from source (the others' source fields are None)."""
     results = []
     with tempfile.TemporaryDirectory(prefix="cold-start-") as tmp:
         cached = ["-X", f"pycache_prefix={Path(tmp) / 'cached'}"]  # the probe fills it
@@ -192,24 +195,25 @@ def run(repeats: int = 11, source_repeats: int = 5) -> list[dict[str, Any]]:
             probe = json.loads(_child(spec, _PROBE, cached))
             deps = ",".join(probe["loaded"])
             times: dict[str, list[float]] = {"app": [], "deps": [], "app_src": [], "deps_src": []}
+            from_source = source_functions is None or name in source_functions
             for attempt in range(max(repeats, source_repeats)):
                 if attempt < repeats:
                     times["app"].append(float(_child(spec, _TIME_APP, cached)))
                     times["deps"].append(_time_deps(spec, cached, deps))
-                if attempt < source_repeats:
+                if attempt < source_repeats and from_source:
                     times["app_src"].append(float(_child(spec, _TIME_APP, source)))
                     times["deps_src"].append(_time_deps(spec, source, deps))
-            ms = {key: min(values) * 1000 for key, values in times.items()}
+            ms = {key: min(values) * 1000 if values else None for key, values in times.items()}
             packages = sorted({n.split(".")[0] for n in probe["loaded"]})
             results.append(
                 {
                     "function": name,
-                    "import_ms": round(ms["app"], 1),
-                    "dependencies_ms": round(ms["deps"], 1),
-                    "ratio": round(ms["app"] / ms["deps"], 2),
-                    "import_src_ms": round(ms["app_src"], 1),
-                    "dependencies_src_ms": round(ms["deps_src"], 1),
-                    "ratio_src": round(ms["app_src"] / ms["deps_src"], 2),
+                    "import_ms": _round(ms["app"]),
+                    "dependencies_ms": _round(ms["deps"]),
+                    "ratio": _ratio(ms["app"], ms["deps"]),
+                    "import_src_ms": _round(ms["app_src"]),
+                    "dependencies_src_ms": _round(ms["deps_src"]),
+                    "ratio_src": _ratio(ms["app_src"], ms["deps_src"]),
                     "boto3": "boto3" in packages,
                     # the SDK machinery; Powertools' user agent imports only botocore/__init__
                     "botocore_client": "botocore.client" in probe["loaded"],
@@ -223,6 +227,14 @@ def run(repeats: int = 11, source_repeats: int = 5) -> list[dict[str, Any]]:
                 }
             )
     return results
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
+
+def _ratio(app: float | None, deps: float | None) -> float | None:
+    return None if app is None or deps is None else round(app / deps, 2)
 
 
 def print_table(results: list[dict[str, Any]]) -> None:

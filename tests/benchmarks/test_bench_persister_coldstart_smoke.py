@@ -39,12 +39,17 @@ def test_persister_workload_is_realistic():
 
 @pytest.mark.slow
 def test_cold_start_benchmark_covers_every_function():
-    results = cold_start.run(repeats=1, source_repeats=1)
+    # from source (seconds an import, no bytecode) for one function: the path, not the figures
+    results = cold_start.run(repeats=1, source_repeats=1, source_functions={"ApiReadFunction"})
     assert [r["function"] for r in results] == list(load().functions)
     for r in results:
         assert r["import_ms"] > 0 and r["dependencies_ms"] > 0 and r["ratio"] > 0
-        assert r["import_src_ms"] > 0 and r["dependencies_src_ms"] > 0 and r["ratio_src"] > 0
         assert "aws_lambda_powertools" in r["packages"]
+        src = (r["import_src_ms"], r["dependencies_src_ms"], r["ratio_src"])
+        if r["function"] == "ApiReadFunction":
+            assert all(value is not None and value > 0 for value in src)
+        else:
+            assert src == (None, None, None)
     by_name = {r["function"]: r for r in results}
     read = by_name["ApiReadFunction"]
     assert not read["boto3"] and not read["psycopg"], "the read path stays lean"
