@@ -205,18 +205,17 @@ def test_schedules_and_migrations():
     relay = [e["Properties"]["ScheduleExpression"] for e in events["OutboxRelayFunction"].values()]
     assert relay == ["rate(1 minute)"]
     rollover = {
-        json.loads(e["Properties"]["Input"])["kinds"][0]: e["Properties"]["ScheduleExpression"]
+        e["Properties"]["Input"]: e["Properties"]["ScheduleExpression"]
         for e in events["RolloverFunction"].values()
     }
-    assert rollover == {
-        "daily": "cron(5 0 * * ? *)",
-        "weekly": "cron(5 0 ? * MON *)",
-        "monthly": "cron(5 0 1 * ? *)",
-        "custom": "rate(1 minute)",  # the boards whose custom periods ended, only
+    assert {json.dumps(json.loads(k)): v for k, v in rollover.items()} == {
+        # every minute, the boards whose periods ended (their boards only: lb:rollover-due)
+        '{"due": true}': "rate(1 minute)",
+        # and each kind's sweep of every board, a net under that list
+        '{"kinds": ["daily", "custom"]}': "cron(5 0 * * ? *)",
+        '{"kinds": ["weekly"]}': "cron(5 0 ? * MON *)",
+        '{"kinds": ["monthly"]}': "cron(5 0 1 * ? *)",
     }
-    inputs = [json.loads(e["Properties"]["Input"]) for e in events["RolloverFunction"].values()]
-    assert {"kinds": ["custom"], "due": True} in inputs
-    assert {"kinds": ["daily", "custom"]} in inputs  # the daily net under the due list
     custom = RESOURCES["DatabaseMigrations"]["Properties"]
     assert _getatt(custom["ServiceToken"]) == ("MigrationsFunction", "Arn")
     assert _ref(custom["SharedLayer"]) == "SharedLayer"  # new code, migrations run again

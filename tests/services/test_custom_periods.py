@@ -223,14 +223,24 @@ def test_a_run_every_minute_visits_only_the_boards_that_are_due(index, database_
     ours = {hourly, seasons, weekly}
     rollover = Rollover(db, index, clock)
 
-    # new boards are looked at once; then each is due when its period ends
-    assert rollover.run(board_ids=ours, due=True).boards == 2
+    # new boards are looked at once; then each is due when its period ends (a fixed kind's
+    # five minutes later, as its schedule always ran)
+    assert rollover.run(board_ids=ours, due=True).boards == 3
+    due = index.client.zmscore("lb:rollover-due", [hourly, seasons, weekly])
+    assert due[0] == datetime(2026, 11, 22, 13, tzinfo=UTC).timestamp() * 1000
+    assert due[1] is None  # a season without a cron: due when ended by hand
+    assert due[2] == datetime(2026, 11, 23, 0, 5, tzinfo=UTC).timestamp() * 1000  # Monday
     clock.advance(minutes=1)
     assert rollover.run(board_ids=ours, due=True).boards == 0
     clock.now = datetime(2026, 11, 22, 13, 0, 30, tzinfo=UTC)
     StandingsStore(db).write(sink.events)
     report = rollover.run(board_ids=ours, due=True)
     assert (report.boards, report.archived) == (1, [f"{hourly}/2026-11-22T120000Z"])
+
+    # the week closes: the weekly board is due at 00:05 on Monday, like the old schedule
+    clock.now = datetime(2026, 11, 23, 0, 5, 30, tzinfo=UTC)
+    report = rollover.run(board_ids=ours, due=True)
+    assert (report.boards, report.archived) == (2, [f"{weekly}/2026-W47"])
 
     # a season ended by hand is due at its end
     ended = BoardAdminService(db, index, clock).end_period(seasons, ADMIN)
@@ -241,7 +251,11 @@ def test_a_run_every_minute_visits_only_the_boards_that_are_due(index, database_
     clock.advance(days=7, minutes=1)
     report = rollover.run(board_ids=ours, due=True)
     assert sorted(report.purged) == sorted(
-        [f"{hourly}/2026-11-22T120000Z", f"{seasons}/{ended['ended']['period']}"]
+        [
+            f"{hourly}/2026-11-22T120000Z",
+            f"{seasons}/{ended['ended']['period']}",
+            f"{weekly}/2026-W47",
+        ]
     )
 
 

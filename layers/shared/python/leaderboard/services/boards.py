@@ -66,9 +66,8 @@ class BoardAdminService:
             Rebuilder(self.db, self.index).rebuild(board_id)
         else:
             self.index.publish_board(board)
-        if board.calendar() is not None or (existing is not None and existing.calendar()):
-            # the rollover's next minute looks at it, and knows from then on when it is due
-            self.index.rollover_due_at(board_id, self.clock())
+        # the rollover's next minute looks at it, and knows from then on when it is due
+        self.index.rollover_due_at(board_id, self.clock())
         return board.to_public(), existing is None
 
     def end_period(self, board_id: str, caller: Caller) -> dict[str, Any]:

@@ -25,13 +25,23 @@ from leaderboard.domain.boards import BoardConfig
 from leaderboard.domain.clock import Clock, system_clock
 from leaderboard.domain.errors import BadRequest, NotFound, Unavailable
 from leaderboard.domain.period_events import PeriodEnded
-from leaderboard.domain.periods import ALL_TIME, CUSTOM, Period, parse_period_id
+from leaderboard.domain.periods import ALL_TIME, CUSTOM, Period, current_period, parse_period_id
 from leaderboard.stores.archive import ArchiveStore
 from leaderboard.stores.event_bus import PeriodEventSink
 from leaderboard.stores.postgres import BoardRepository, Database
 from leaderboard.stores.redis_index import BoardKeys, Entry, RedisIndex
 
 log = logging.getLogger("leaderboard.rollover")
+# A day, week or month is archived this long after it ends (the schedules' 00:05 UTC): the
+# queue delivers the period's last events to PostgreSQL first, so the archive's check against
+# the record sees them.
+FIXED_GRACE = timedelta(minutes=5)
+
+
+def _later(moment: datetime | None, by: timedelta) -> datetime | None:
+    return None if moment is None else moment + by
+
+
 EVENT_CHUNK = 1000  # entries per read while building a period.ended event
 
 
@@ -123,9 +133,16 @@ class Rollover:
             if period_id != ALL_TIME:
                 regions[period_id].append(region)
         calendar = board.calendar()
-        # when this board's custom periods next need a run: the current one's end, and the
-        # end of the retention of each archived one whose keys are still held
-        next_due = [] if calendar is None else [calendar.period_at(now).ends_at]
+        # When this board next needs a run: the end of each current period it keeps (a fixed
+        # kind's a few minutes later, as its schedule ran: the queue's last events land
+        # first), and the end of the retention of each archived one whose keys are held.
+        next_due: list[datetime | None] = [
+            calendar.period_at(now).ends_at
+            if kind == CUSTOM and calendar is not None
+            else _later(current_period(kind, now).ends_at, FIXED_GRACE)
+            for kind in board.periods
+            if kind != ALL_TIME and (kind != CUSTOM or calendar is not None)
+        ]
         for period_id in sorted(regions):
             try:
                 period = parse_period_id(period_id)
@@ -139,18 +156,16 @@ class Rollover:
                 continue
             if period_id not in archived:
                 self._archive(board, period, sorted(regions[period_id]), now, keep_going, report)
-                if period.kind == CUSTOM:
-                    next_due.append(now + self.retention)
+                next_due.append(now + self.retention)
             else:
                 state = self.archive.state(board.board_id, period_id)
                 if state and state["archived_at"] and state["archived_at"] + self.retention <= now:
                     self._purge(board, period_id, regions[period_id], now, keep_going, report)
-                elif state and state["archived_at"] and period.kind == CUSTOM:
+                elif state and state["archived_at"]:
                     next_due.append(state["archived_at"] + self.retention)
-        if calendar is not None:
-            self.index.rollover_due_at(
-                board.board_id, min((d for d in next_due if d is not None), default=None)
-            )
+        self.index.rollover_due_at(
+            board.board_id, min((d for d in next_due if d is not None), default=None)
+        )
 
     def _archive(
         self,
