@@ -20,7 +20,7 @@ from leaderboard.api.http import (
     no_query,
     optional_caller,
     query,
-    use_token_settings,
+    token_verifier,
 )
 from leaderboard.api.observability import logger, metrics, tracer
 from leaderboard.services.reads import ArchiveSource, ReadModel, ReadService
@@ -30,7 +30,9 @@ from leaderboard.stores.redis_index import RedisIndex
 
 settings = RedisSettings.from_env()
 database = DatabaseSettings.from_env()  # validated now, connected only if ever needed
-use_token_settings(TokenSettings.from_env())  # validated now, keys fetched with the first token
+tokens = token_verifier(
+    TokenSettings.from_env()
+)  # validated now, keys fetched with the first token
 
 
 def postgres_reads() -> ReadModel:
@@ -57,59 +59,59 @@ app = create_app()
 
 @app.get("/boards")
 def list_boards() -> dict[str, Any]:
-    who = optional_caller(app)
+    who = optional_caller(app, tokens)
     no_query(app)
     return reads.list_boards(caller=who)
 
 
 @app.get("/tournaments")
 def tournaments() -> dict[str, Any]:
-    who = optional_caller(app)
+    who = optional_caller(app, tokens)
     return reads.tournaments(query(app), caller=who)
 
 
 @app.get("/boards/<board_id>")
 def get_board(board_id: str) -> dict[str, Any]:
-    who = optional_caller(app)
+    who = optional_caller(app, tokens)
     no_query(app)
     return reads.get_board(board_id, caller=who)
 
 
 @app.get("/boards/<board_id>/periods")
 def periods(board_id: str) -> dict[str, Any]:
-    who = optional_caller(app)
+    who = optional_caller(app, tokens)
     no_query(app)
     return reads.periods(board_id, caller=who)
 
 
 @app.get("/boards/<board_id>/entries")
 def entries(board_id: str) -> dict[str, Any]:
-    return reads.entries(board_id, query(app), caller=optional_caller(app))
+    return reads.entries(board_id, query(app), caller=optional_caller(app, tokens))
 
 
 @app.get("/boards/<board_id>/players")
 def players(board_id: str) -> dict[str, Any]:
-    return reads.players(board_id, query(app), caller=optional_caller(app))
+    return reads.players(board_id, query(app), caller=optional_caller(app, tokens))
 
 
 @app.get("/boards/<board_id>/players/<player_id>")
 def player(board_id: str, player_id: str) -> dict[str, Any]:
-    return reads.player(board_id, player_id, query(app), caller=optional_caller(app))
+    return reads.player(board_id, player_id, query(app), caller=optional_caller(app, tokens))
 
 
 @app.get("/boards/<board_id>/players/<player_id>/around")
 def around(board_id: str, player_id: str) -> dict[str, Any]:
-    return reads.around(board_id, player_id, query(app), caller=optional_caller(app))
+    return reads.around(board_id, player_id, query(app), caller=optional_caller(app, tokens))
 
 
 @app.get("/boards/<board_id>/players/<player_id>/standings")
 def standings(board_id: str, player_id: str) -> dict[str, Any]:
-    return reads.standings(board_id, player_id, query(app), caller=optional_caller(app))
+    return reads.standings(board_id, player_id, query(app), caller=optional_caller(app, tokens))
 
 
 @app.get("/boards/<board_id>/players/<player_id>/history")
 def history(board_id: str, player_id: str) -> dict[str, Any]:
-    return reads.history(board_id, player_id, query(app), caller=optional_caller(app))
+    return reads.history(board_id, player_id, query(app), caller=optional_caller(app, tokens))
 
 
 @logger.inject_lambda_context(clear_state=True)

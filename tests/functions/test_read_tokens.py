@@ -156,18 +156,19 @@ def issuer() -> Iterator[JwksServer]:
 
 
 @pytest.fixture
-def rs256_mode(issuer: JwksServer) -> Iterator[Any]:
+def rs256_mode(issuer: JwksServer, api: Any) -> Iterator[Any]:
     """The read function configured as the template configures it in AWS (no JWT_SECRET: RS256
     with the issuer's JWK set), for one test; the local HS256 settings come back after."""
     from leaderboard.api import http
 
-    kept = http._tokens
+    module = sys.modules[module_name(api.template.functions[READ_FUNCTION])]
+    kept = module.tokens
     settings = TokenSettings(issuer=ISSUER, audiences=frozenset({AUDIENCE}), jwks_url=issuer.url)
-    http.use_token_settings(settings)
+    module.tokens = http.token_verifier(settings)
     try:
-        yield http
+        yield module
     finally:
-        http._tokens = kept
+        module.tokens = kept
 
 
 def test_in_rs256_mode_the_issuers_tokens_read_and_others_are_401(

@@ -21,9 +21,18 @@ class InProcessApi:
         from devstack.template import load
 
         template = load()
-        for spec in template.functions.values():
-            os.environ.update(spec.resolved_environment(local_env))
-        handlers = {name: load_handler(spec) for name, spec in template.functions.items()}
+        # Each handler reads its configuration at import, as at a cold start; the variables
+        # are then taken away again, so that nothing this session starts later (a local
+        # stack, `make invoke`) inherits them: a stack that found JWT_SECRET here would sign
+        # and check with the wrong secret.
+        saved = dict(os.environ)
+        try:
+            for spec in template.functions.values():
+                os.environ.update(spec.resolved_environment(local_env))
+            handlers = {name: load_handler(spec) for name, spec in template.functions.items()}
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
         self.template = template
 
         def invoke(function: str, event: dict[str, Any]) -> Any:

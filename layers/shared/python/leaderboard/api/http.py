@@ -29,8 +29,6 @@ from leaderboard.domain.validation import (
 )
 from leaderboard.settings import TokenSettings
 
-_tokens: TokenVerifier | None = None
-
 
 def json_response(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
     return Response(
@@ -95,15 +93,15 @@ def caller(app: APIGatewayHttpResolver) -> Caller:
     return caller_from_claims(jwt.get("claims"), jwt.get("scopes"))
 
 
-def use_token_settings(settings: TokenSettings) -> TokenVerifier:
-    """Verify tokens on open routes by `settings` from now on. A function calls it at cold
-    start, so a wrong setting stops the start rather than the first request with a token."""
-    global _tokens
-    _tokens = TokenVerifier(settings)
-    return _tokens
+def token_verifier(settings: TokenSettings) -> TokenVerifier:
+    """What verifies tokens on a function's open routes. A function makes it at cold start, so
+    a wrong setting stops the start rather than the first request with a token; it is the
+    function's own (not this module's), so handlers loaded side by side in one process (the
+    tests, the local benchmarks) each keep their settings."""
+    return TokenVerifier(settings)
 
 
-def optional_caller(app: APIGatewayHttpResolver) -> Caller | None:
+def optional_caller(app: APIGatewayHttpResolver, verifier: TokenVerifier) -> Caller | None:
     """Who sends this request on a route that needs no token: None without an Authorization
     header; the authorizer's claims if a route has one; else the header's bearer token,
     verified here as the authorizer would (InvalidToken, 401, when it is not a valid one;
@@ -114,7 +112,6 @@ def optional_caller(app: APIGatewayHttpResolver) -> Caller | None:
     value = header(app, "authorization")
     if value is None:
         return None
-    verifier = _tokens or use_token_settings(TokenSettings.from_env())
     token = bearer_token(value)
     try:
         if token is None:
