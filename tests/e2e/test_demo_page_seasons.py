@@ -50,7 +50,8 @@ def test_the_demo_page_ends_a_season_and_shows_its_event(chromium: str, stack: L
         stack.invoke("RolloverFunction", {"kinds": ["custom"], "due": True})
 
         event = page.locator("#events li").first
-        expect(event).to_contain_text(SEASONS, timeout=10_000)
+        # the rollover, the bus, the queue, a cold webhook worker, then the page's next poll
+        expect(event).to_contain_text(SEASONS, timeout=30_000)
         expect(event).to_contain_text("manual, 4 entries")
         expect(event).to_contain_text("signature ok")
         expect(event).to_contain_text("Top: 1. bo (70); 2. cy (55); 3. ada (40)")
