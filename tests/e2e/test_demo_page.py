@@ -77,20 +77,34 @@ def chromium() -> str:
     return executable
 
 
-@pytest.fixture
-def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalStack]:
+def _started_stack() -> Iterator[LocalStack]:
     """The whole local stack in this process, on a free port, with throwaway data."""
-    for name in ("REDIS_URL", "DATABASE_URL", "SQS_ENDPOINT_URL"):
-        monkeypatch.delenv(name, raising=False)
-    base = Path(tempfile.mkdtemp(prefix="lb-demo-"))
-    base.chmod(0o755)  # the embedded PostgreSQL user must reach it when running as root
-    local = LocalStack(StackConfig(data_dir=base / "data", port=free_port(), concurrency=2))
-    try:
-        local.start()
-        yield local
-    finally:
-        local.stop()
-        shutil.rmtree(base, ignore_errors=True)
+    with pytest.MonkeyPatch.context() as env:
+        for name in ("REDIS_URL", "DATABASE_URL", "SQS_ENDPOINT_URL"):
+            env.delenv(name, raising=False)
+        base = Path(tempfile.mkdtemp(prefix="lb-demo-"))
+        base.chmod(0o755)  # the embedded PostgreSQL user must reach it when running as root
+        local = LocalStack(StackConfig(data_dir=base / "data", port=free_port(), concurrency=2))
+        try:
+            local.start()
+            yield local
+        finally:
+            local.stop()
+            shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture
+def stack() -> Iterator[LocalStack]:
+    """A stack of the test's own: for the tests that start from no board, or create the
+    demo arena themselves."""
+    yield from _started_stack()
+
+
+@pytest.fixture(scope="module")
+def shared_stack() -> Iterator[LocalStack]:
+    """One stack for the tests that each create a board of their own kind and look only at it
+    (a stack start is seconds of CPU on a busy machine)."""
+    yield from _started_stack()
 
 
 def _http(
@@ -580,6 +594,10 @@ def _re(pattern: str) -> re.Pattern[str]:
     return re.compile(rf"^{pattern}$")
 
 
+def _open_create_form(page: Any) -> None:
+    page.locator("#create-details").evaluate("details => { details.open = true; }")
+
+
 @contextmanager
 def _open_page(chromium: str, url: str) -> Iterator[tuple[Any, _Watch]]:
     """The page at `url` in a fresh browser context, watched from its first request."""
@@ -599,16 +617,19 @@ def _open_page(chromium: str, url: str) -> Iterator[tuple[Any, _Watch]]:
 
 
 def test_the_demo_page_creates_and_watches_a_sharded_board(
-    chromium: str, stack: LocalStack
+    chromium: str, shared_stack: LocalStack
 ) -> None:
     """Issue 22: the page creates a board of 4 shards and shows it like any other, live."""
     from playwright.sync_api import expect
+
+    stack = shared_stack
 
     secret = tokens.local_secret(stack.config.data_dir)
     admin = tokens.mint(secret, "demo-admin", "leaderboard/admin")
     server = tokens.mint(secret, "demo-server", "leaderboard/server")
     sharded = "demo-arena-sharded"
     with _open_page(chromium, stack.url + "/") as (page, watch):
+        _open_create_form(page)  # folded away once the shared stack has boards
         page.fill("#admin-token", admin)
         page.fill("#demo-shards", "4")
         page.click("#create-demo")
@@ -645,12 +666,14 @@ def test_the_demo_page_creates_and_watches_a_sharded_board(
         assert watch.errors == [], watch.errors
 
 
-def test_the_demo_page_shows_a_team_board(chromium: str, stack: LocalStack) -> None:
+def test_the_demo_page_shows_a_team_board(chromium: str, shared_stack: LocalStack) -> None:
     """The page creates the clan wars board (teams: sum), sends a score's team from its form,
     ranks the teams, opens a team's members ranked by what each added to it, keeps that view
     across a reload, and reads the team view again on each live message (which carries
     players only)."""
     from playwright.sync_api import expect
+
+    stack = shared_stack
 
     secret = tokens.local_secret(stack.config.data_dir)
     admin = tokens.mint(secret, "demo-admin", "leaderboard/admin")
@@ -668,6 +691,7 @@ def test_the_demo_page_shows_a_team_board(chromium: str, stack: LocalStack) -> N
 
     with _open_page(chromium, stack.url + "/") as (page, watch):
         expect(page.locator("#team-field")).to_be_hidden()
+        _open_create_form(page)  # folded away once the shared stack has boards
         page.fill("#admin-token", admin)
         page.select_option("#demo-preset", "clans")
         expect(page.locator("#preset-hint")).to_contain_text(CLANS)
@@ -798,3 +822,61 @@ def test_the_demo_page_shows_a_team_board(chromium: str, stack: LocalStack) -> N
         assert "view=" not in page.url, page.url
         assert watch.errors == [], watch.errors
     assert time.monotonic() - started < 40
+
+
+SEASONS = "demo-seasons"
+
+
+def test_the_demo_page_ends_a_season_and_shows_its_event(
+    chromium: str, shared_stack: LocalStack
+) -> None:
+    """Issue 24: the page creates a board of seasons (custom periods on a Berlin Sunday-evening
+    schedule, with reward tiers), ends the current season with its admin button, and shows the
+    period.ended event the stack's rollover then emits, as the stack's webhook receiver got
+    it, signature checked."""
+    from playwright.sync_api import expect
+
+    stack = shared_stack
+
+    secret = tokens.local_secret(stack.config.data_dir)
+    admin = tokens.mint(secret, "demo-admin", "leaderboard/admin")
+    server = tokens.mint(secret, "demo-server", "leaderboard/server")
+    with _open_page(chromium, stack.url + "/") as (page, watch):
+        expect(page.locator("#events-panel")).to_be_visible()  # the local stack's receiver
+        _open_create_form(page)  # folded away once the shared stack has boards
+        page.fill("#admin-token", admin)
+        page.select_option("#demo-preset", "seasons")
+        expect(page.locator("#preset-hint")).to_contain_text("Sunday at 18:00 in Berlin")
+        page.click("#create-demo")
+        expect(page.locator("#create-result")).to_have_attribute("data-status", "201")
+        expect(page.locator("#board")).to_have_value(SEASONS)
+        status, board = _http(stack, "GET", f"/boards/{SEASONS}", None, None)
+        assert status == 200 and board["schedule"] == {
+            "cron": "0 18 * * SUN",
+            "timezone": "Europe/Berlin",
+        }, board
+        for player, score in (("ada", 40), ("bo", 70), ("cy", 55), ("dee", 10)):
+            body = {"player_id": player, "score": score}
+            status, answer = _http(stack, "POST", f"/boards/{SEASONS}/scores", body, server)
+            assert status == 200, answer
+        page.select_option("#period", "custom")
+        rows = page.locator("#entries tbody tr")
+        expect(rows.locator("td.player")).to_have_text(["bo", "cy", "ada", "dee"], timeout=6_000)
+
+        expect(page.locator("#end-season")).to_be_enabled()
+        page.click("#end-season")
+        result = page.locator("#end-result")
+        expect(result).to_have_attribute("data-status", "200")
+        expect(result).to_contain_text("is current")
+        time.sleep(1.2)  # the season ends at the next whole second
+        stack.invoke("RolloverFunction", {"kinds": ["custom"], "due": True})
+
+        event = page.locator("#events li").first
+        # the rollover, the bus, the queue, a cold webhook worker, then the page's next poll
+        expect(event).to_contain_text(SEASONS, timeout=30_000)
+        expect(event).to_contain_text("manual, 4 entries")
+        expect(event).to_contain_text("signature ok")
+        expect(event).to_contain_text("Top: 1. bo (70); 2. cy (55); 3. ada (40)")
+        expect(event).to_contain_text("champion: bo · top-half: bo, cy")
+        expect(rows).to_have_count(0, timeout=6_000)  # the new season starts empty
+        assert watch.errors == [], watch.errors
