@@ -342,6 +342,12 @@ class FunctionPool:
                 if attempt == self.concurrency:
                     raise
                 continue
+            except WorkerLost:
+                # Its connection is gone, whatever the process table says yet: the socket's
+                # end can reach us before a killed process is reaped, and a worker put back
+                # then would fail the next event too.
+                self._discard(worker)
+                raise
             except InvocationError:
                 if worker.alive():
                     self._release(worker)
