@@ -108,14 +108,7 @@ def _redrive(template: Template, queue: str = "ScoreQueue") -> tuple[int, int]:
 def webhook_secret(data_dir: Path) -> str:
     """WEBHOOK_SECRET, or a random one kept in the local data folder (like the JWT secret), so
     a receiver of your own can keep verifying across restarts."""
-    if os.environ.get("WEBHOOK_SECRET"):
-        return os.environ["WEBHOOK_SECRET"]
-    path = data_dir / "webhook-secret"
-    if not path.exists():
-        data_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(32))
-        path.chmod(0o600)
-    return path.read_text().strip()
+    return tokens.kept_secret("WEBHOOK_SECRET", data_dir / "webhook-secret")
 
 
 class LocalStack:

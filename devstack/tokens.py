@@ -28,11 +28,16 @@ def audience() -> str:
 
 def local_secret(data_dir: Path) -> str:
     """JWT_SECRET, or a random secret kept in the local data folder (never in the repo)."""
-    if os.environ.get("JWT_SECRET"):
-        return os.environ["JWT_SECRET"]
-    path = data_dir / "jwt-secret"
+    return kept_secret("JWT_SECRET", data_dir / "jwt-secret")
+
+
+def kept_secret(variable: str, path: Path) -> str:
+    """The environment's `variable`, or a random secret made once and kept at `path` (mode
+    0600), so that what was signed before a restart still verifies after it."""
+    if os.environ.get(variable):
+        return os.environ[variable]
     if not path.exists():
-        data_dir.mkdir(parents=True, exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(secrets.token_urlsafe(32))
         path.chmod(0o600)
     return path.read_text().strip()

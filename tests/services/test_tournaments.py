@@ -184,6 +184,11 @@ def test_the_end_archives_the_final_standings_and_says_tournament(index, databas
     assert report.archived == [f"{board_id}/2026-12-05T180000Z"]
     rows = _archive_rows(database_url, board_id, "2026-12-05T180000Z")
     assert [(r[2], r[3]) for r in rows] == [(e["rank"], e["player_id"]) for e in final["entries"]]
+    # one period, its window, archived: nothing follows a tournament's end
+    listed = reads.periods(board_id)["periods"]
+    assert [(p["period"], p["status"], p["ends_at"]) for p in listed] == [
+        ("2026-12-05T180000Z", "archived", "2026-12-07T18:00:00Z")
+    ]
     (event,) = events.events
     data = event.envelope()["data"]
     assert data["reason"] == "tournament"

@@ -228,6 +228,19 @@ def board_calendar(
     )
 
 
+def script_calendar(cfg: dict[str, Any]) -> Calendar | None:
+    """A board's Calendar from the rules the scripts keep (`to_script_config`: sched, since,
+    ends, final), the one reading of them for the write path and the reads alike."""
+    if not cfg.get("sched"):
+        return None
+    return board_calendar(
+        Schedule.parse(cfg["sched"]),
+        cfg.get("since", ""),
+        cfg.get("ends") or (),
+        bool(cfg.get("final")),
+    )
+
+
 def tournament_calendar(tournament: Tournament) -> Calendar:
     """A tournament's one period: its window, current from creation and for good after."""
     return Calendar(Schedule(None, "UTC"), tournament.starts_at, (tournament.ends_at,), final=True)

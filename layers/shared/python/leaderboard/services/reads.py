@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from leaderboard.domain.auth import Caller
-from leaderboard.domain.boards import BoardConfig, board_calendar
+from leaderboard.domain.boards import BoardConfig, script_calendar
 from leaderboard.domain.clock import Clock, system_clock
 from leaderboard.domain.errors import (
     ArchivedPeriod,
@@ -38,7 +38,6 @@ from leaderboard.domain.periods import (
     parse_period_id,
     resolve_period,
 )
-from leaderboard.domain.schedules import Schedule
 from leaderboard.domain.tournaments import ENDED, OPEN, UPCOMING, Tournament
 from leaderboard.domain.validation import (
     PLAYER_ID_RE,
@@ -637,13 +636,7 @@ class ReadService:
         if rules is None:
             raise NotFound(f"board {board_id!r} does not exist", board_id=board_id)
         now = self.clock()
-        calendar = (
-            board_calendar(
-                Schedule.parse(rules["sched"]), rules.get("since", ""), rules.get("ends") or ()
-            )
-            if rules.get("sched")
-            else None
-        )
+        calendar = script_calendar(rules)
         counts = {s: n for s, n in sets.items() if ":" not in s}  # global boards
         for kind in rules["periods"]:
             if kind == CUSTOM:

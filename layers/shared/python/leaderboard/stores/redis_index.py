@@ -35,7 +35,7 @@ from redis.exceptions import BusyLoadingError, ClusterDownError, NoScriptError, 
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from leaderboard.domain.boards import BoardConfig, board_calendar
+from leaderboard.domain.boards import BoardConfig, script_calendar
 from leaderboard.domain.errors import (
     ArchivedPeriod,
     BoardMissing,
@@ -58,7 +58,6 @@ from leaderboard.domain.hooks import (
     parse_record_field,
 )
 from leaderboard.domain.periods import CUSTOM, Calendar, Period
-from leaderboard.domain.schedules import Schedule
 from leaderboard.domain.shards import (
     arrival_number,
     shard_board_id,
@@ -456,14 +455,7 @@ class WriteRules:
             ),
             hook=HookConfig.from_json(cfg.get("hook")),
             teams=cfg.get("teams"),
-            calendar=board_calendar(
-                Schedule.parse(cfg["sched"]),
-                cfg.get("since", ""),
-                cfg.get("ends") or (),
-                bool(cfg.get("final")),
-            )
-            if cfg.get("sched")
-            else None,
+            calendar=script_calendar(cfg),
             tournament=cfg.get("tour", ""),
         )
 
