@@ -53,6 +53,23 @@ def channel_name(
     return f"{name}/{region}" if region else name
 
 
+PLAYER_NAMESPACE = "players"
+
+
+def player_segment(player_id: str) -> str:
+    """The channel segment of a player: `P` and 40 hex digits of the SHA-256 of the id.
+
+    Player ids may hold `_ . : @` and upper case, which channel segments may not; a digest maps
+    every id into `[A-Za-z0-9-]`, and 160 bits make a collision no practical concern.
+    """
+    return "P" + hashlib.sha256(player_id.encode()).hexdigest()[:40]
+
+
+def player_channel(player_id: str, namespace: str = PLAYER_NAMESPACE) -> str:
+    """The channel that carries one player's standing changes on every board they watch."""
+    return f"/{namespace}/{player_segment(player_id)}"
+
+
 @dataclass(frozen=True, slots=True)
 class Channel:
     """One channel of a board, with the period id that is current when it is read."""
