@@ -159,10 +159,12 @@ BATCH = "POST /boards/{board_id}/scores/batch"
 
 def test_every_route_has_an_authorizer_or_is_a_deliberate_public_read():
     keys = {r.route_key for r in TEMPLATE.routes}
-    # any valid token: a player submits and signs up as itself
+    # any valid token: a player submits, signs up and watches as itself
     assert keys == PUBLIC | ADMIN | {
         "POST /boards/{board_id}/scores",
         "POST /boards/{board_id}/join",
+        "PUT /boards/{board_id}/players/{player_id}/watch",
+        "DELETE /boards/{board_id}/players/{player_id}/watch",
         BATCH,
     }
     assert TEMPLATE.default_authorizer == "LeaderboardJwt"
