@@ -4,12 +4,12 @@ A player channel is `/players/<player segment>` (leaderboard.domain.live.player_
 that player, or a game server (`leaderboard/server` or `leaderboard/admin` scope), may subscribe
 to it; a wildcard (`/players/*`) is a server's only (docs/API.md, "Player channels").
 
-Two checks make that so in AWS. The authorizer (this module, behind PlayerChannelAuthorizer
-Function) verifies the subscriber's bearer token by the read function's rules and answers who
-the token is: the segment of its `sub`, and whether it is a server. AppSync may cache that
-answer for the token and reuse it for the token's next subscriptions, on other channels too,
-so the namespace's `onSubscribe` handler (template.yaml) compares each channel with it. The
-authorizer compares the channel as well, so that neither check alone lets a player through.
+Two checks make that so in AWS. The authorizer (this module, in the function
+PlayerChannelAuthorizerFunction) verifies the subscriber's bearer token by the read function's
+rules and answers who the token is: the segment of its `sub`, and whether it is a server.
+AppSync may cache that answer for the token and reuse it for the token's next subscriptions,
+on other channels too, so the namespace's `onSubscribe` handler (template.yaml) compares each
+channel with it. The authorizer compares the channel as well: a subscription needs both.
 
 The request AppSync sends (operations EVENT_CONNECT, EVENT_PUBLISH, EVENT_SUBSCRIBE):
 `{"authorizationToken": ..., "requestContext": {"apiId", "accountId", "requestId",
@@ -86,8 +86,9 @@ def decide(
     namespace: str = PLAYER_NAMESPACE,
     clock: Callable[[], float] = time.time,
 ) -> Decision:
-    """Judge one authorization request. Anything unexpected is a refusal, never an error:
-    AppSync answers a failed authorizer as it answers a refusal, and a refusal is logged."""
+    """Judge one authorization request. Anything unexpected is a refusal with its reason,
+    never an exception: the subscriber is told UnauthorizedException either way, and the
+    reason goes to the log rather than into a failed invocation."""
     if not isinstance(event, dict):
         return refuse("the request is not an object")
     context = event.get("requestContext")
