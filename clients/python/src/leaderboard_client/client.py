@@ -530,11 +530,14 @@ class Subscription(Generic[U], Iterator[U]):
         ws: ClientConnection | None = None
         try:
             follower.prepared(self.client._run(follower.prepare()))
-            ws = connect(
-                self.live.realtime_url,
-                subprotocols=[Subprotocol(p) for p in self.live.subprotocols()],
-                open_timeout=self.policy.open_timeout,
-                compression=None,
+            # Entered as a context manager, as websockets asks from 17.1 on; closed by us.
+            ws = contextlib.ExitStack().enter_context(
+                connect(
+                    self.live.realtime_url,
+                    subprotocols=[Subprotocol(p) for p in self.live.subprotocols()],
+                    open_timeout=self.policy.open_timeout,
+                    compression=None,
+                )
             )
             ws.send(_live.connection_init())
             ack = self._expect(ws, "connection_ack")
