@@ -6,17 +6,24 @@ asyncio client on a representative part of the same."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
+import json
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.server import ServerConnection, serve
+from websockets.typing import Subprotocol
 
 from devstack import tokens
 from devstack.servers import free_port
@@ -47,6 +54,7 @@ from leaderboard_client import (
     Unauthorized,
     Unavailable,
     Unprocessable,
+    _core,
     _routes,
 )
 from tests.support.local_stack import Stack
@@ -369,6 +377,20 @@ def test_429_waits_for_retry_after(env: Env) -> None:
     assert retries and all(delay >= 1 for delay in retries)
 
 
+def test_retry_policy_and_retry_after() -> None:
+    policy = RetryPolicy(max_attempts=3, base_delay=0.5, max_delay=4)
+    for _ in range(50):
+        assert 0 <= (policy.delay(1, None) or 0) <= 0.5  # full jitter, doubling
+        assert 0 <= (policy.delay(2, None) or 0) <= 1.0
+        assert 2 <= (policy.delay(1, 2.0) or 0) <= 2.5  # Retry-After, plus jitter
+    assert policy.delay(3, None) is None  # attempts used up
+    assert policy.delay(1, 5.0) is None  # longer than it waits
+    assert _core.retry_after({"retry-after": "7"}) == 7
+    soon = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    assert 25 < (_core.retry_after({"retry-after": soon}) or 0) <= 30
+    assert _core.retry_after({}) is None and _core.retry_after({"retry-after": "soon"}) is None
+
+
 # Live: board channels --------------------------------------------------------------------
 
 
@@ -410,6 +432,60 @@ def test_board_subscription_reconnects_and_reads_once_after_a_gap(env: Env) -> N
         update = next_where(sub, has_player("p5"))
         assert not update.gap and update.entries is None
         assert sub.refetches == 1 and sub.reconnects == 1
+
+
+@contextlib.contextmanager
+def silent_event_api() -> Iterator[LiveConfig]:
+    """An event API that acknowledges with a 300 ms connection timeout, confirms the
+    subscription, then says nothing, not even a keep-alive."""
+
+    def handler(ws: ServerConnection) -> None:
+        with contextlib.suppress(ConnectionClosed):
+            ws.recv()  # connection_init
+            ws.send(json.dumps({"type": "connection_ack", "connectionTimeoutMs": 300}))
+            subscription = json.loads(ws.recv())
+            ws.send(json.dumps({"type": "subscribe_success", "id": subscription["id"]}))
+            for _ in ws:
+                pass
+
+    with serve(
+        handler, "127.0.0.1", 0, subprotocols=[Subprotocol("aws-appsync-event-ws")]
+    ) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        port = server.socket.getsockname()[1]
+        yield LiveConfig(f"ws://127.0.0.1:{port}/event/realtime", f"127.0.0.1:{port}", "key")
+        server.shutdown()
+    thread.join(5)
+
+
+def test_silence_past_the_connection_timeout_reconnects(env: Env) -> None:
+    board = "pyc-silent"
+    env.admin.put_board(board, {})
+    with silent_event_api() as live:
+        client = LeaderboardClient(env.stack.url, live=live)
+        with client.subscribe_board(board, reconnect=FAST_RECONNECT) as sub:
+            first = sub.get(timeout=5)
+            assert first is not None and first.kind == "subscribed"
+            started = time.monotonic()
+            next_where(sub, lambda u: u.kind == "subscribed", timeout=5)
+            assert time.monotonic() - started >= 0.3 and sub.reconnects == 1
+
+
+def test_polls_entries_while_the_socket_cannot_connect(env: Env) -> None:
+    board = "pyc-no-socket"
+    env.admin.put_board(board, {})
+    env.server.submit_score(board, 1, player_id="ada")
+    nowhere = f"127.0.0.1:{free_port()}"
+    live = LiveConfig(f"ws://{nowhere}/event/realtime", nowhere, "key")
+    client = LeaderboardClient(env.stack.url, live=live)
+    policy = ReconnectPolicy(base_delay=0.05, max_delay=0.2, poll_interval=0.5)
+    with client.subscribe_board(board, reconnect=policy) as sub:
+        polls = [sub.get(timeout=5) for _ in range(2)]
+        assert [u.kind if u else None for u in polls] == ["polled", "polled"]
+        assert polls[0] is not None and polls[0].entries is not None
+        assert polls[0].entries["entries"][0]["player_id"] == "ada"
+        assert sub.connections == 0
 
 
 # Live: player channels -------------------------------------------------------------------
