@@ -128,6 +128,36 @@ def has_player(player_id: str) -> Callable[[BoardUpdate], bool]:
     return match
 
 
+class _ExampleDone(Exception):
+    pass
+
+
+def test_the_readme_example_runs(env: Env) -> None:
+    """clients/python/README.md's example, as written, with this stack's URL and tokens."""
+    readme = (Path(__file__).parents[2] / "clients" / "python" / "README.md").read_text()
+    code = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    for placeholder, value in {
+        ".local/stack.json": str(env.stack.data_dir / "stack.json"),
+        "http://127.0.0.1:3000": env.stack.url,
+        "<SERVER_TOKEN>": env.server.token or "",
+        "<ADMIN_TOKEN>": env.admin.token or "",
+    }.items():
+        assert placeholder in code
+        code = code.replace(placeholder, value)
+    printed: list[tuple[Any, ...]] = []
+
+    def record(*args: Any) -> None:
+        printed.append(args)
+        if args[0] == "subscribed":
+            raise _ExampleDone  # the loop would follow the board for good
+
+    with pytest.raises(_ExampleDone):
+        exec(compile(code, "README.md", "exec"), {"print": record})
+    assert printed[0] == ("rank", 1)
+    assert printed[1] == ([(1, "ada")],)
+    assert printed[2][0] == "subscribed" and printed[2][1]["entries"][0]["player_id"] == "ada"
+
+
 # Routes ----------------------------------------------------------------------------------
 
 

@@ -76,7 +76,8 @@ class AsyncLeaderboardClient(ClientBase):
         body = call.payload()
         headers = call.headers(self.token, self.user_agent)
         default_port = 443 if self.scheme == "https" else 80
-        headers["Host"] = self.host if self.port == default_port else f"{self.host}:{self.port}"
+        host = f"[{self.host}]" if ":" in self.host else self.host  # an IPv6 literal
+        headers["Host"] = host if self.port == default_port else f"{host}:{self.port}"
         headers["Connection"] = "close"
         if body is not None or call.method in ("POST", "PUT"):
             headers["Content-Length"] = str(len(body or b""))

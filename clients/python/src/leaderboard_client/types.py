@@ -6,7 +6,7 @@ these types do not name them yet."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 Score = int | float
 Metadata = dict[str, str | int | float | bool]
@@ -440,6 +440,3 @@ class PlayerMessage(TypedDict):
     passed_by: list[PassedBy]
     passed_by_truncated: bool
     published_at: str
-
-
-JSON = dict[str, Any]
