@@ -578,6 +578,30 @@ def test_player_subscription(env: Env) -> None:
         assert again.watch is not None and again.watch["rank"] == 5 and sub.reconnects == 1
 
 
+def test_async_player_subscription(env: Env) -> None:
+    board = "pyc-async-player"
+    env.admin.put_board(board, {"mode": "best"})
+    env.server.submit_score(board, 100, player_id="ada")
+
+    async def scenario() -> None:
+        ada = AsyncLeaderboardClient(env.stack.url, env.token("ada"), live=env.live)
+        sub: AsyncSubscription[PlayerUpdate]
+        async with ada.subscribe_player(board, "ada", top_n=1, renew_every=0.5) as sub:
+            first = await sub.get(timeout=10)
+            assert first is not None and first.watch is not None and first.watch["rank"] == 1
+            await asyncio.sleep(1.2)  # two renewals' time
+            env.server.submit_score(board, 150, player_id="bob")
+            update = await sub.get(timeout=10)
+            assert update is not None and update.message is not None
+            assert {"passed", "left_top"} <= set(update.message["events"])
+            assert update.message["rank"] == 2 and not update.gap
+            assert sub.follower.renewals >= 2  # type: ignore[attr-defined]
+        with pytest.raises(Forbidden):
+            await ada.watch_player(board, "bob")
+
+    asyncio.run(scenario())
+
+
 # The asyncio client ----------------------------------------------------------------------
 
 

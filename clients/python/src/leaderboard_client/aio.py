@@ -594,7 +594,8 @@ class AsyncSubscription(Generic[U], AsyncIterator[U]):
             raise
         except (LeaderboardError, WebSocketException, OSError, TimeoutError) as error:
             if ws is not None:
-                await ws.close()
+                with contextlib.suppress(Exception):
+                    await ws.close()
             if not _live.transient(error) and not isinstance(error, WebSocketException):
                 raise
             await self._wait_and_poll()

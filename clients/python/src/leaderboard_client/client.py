@@ -551,7 +551,8 @@ class Subscription(Generic[U], Iterator[U]):
             raise
         except (LeaderboardError, WebSocketException, OSError, TimeoutError) as error:
             if ws is not None:
-                ws.close()
+                with contextlib.suppress(Exception):
+                    ws.close()
             if not _live.transient(error) and not isinstance(error, WebSocketException):
                 raise
             self._wait_and_poll()
