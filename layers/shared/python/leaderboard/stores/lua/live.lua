@@ -161,15 +161,14 @@ local function watched(zkey, mkey, wkeys, players, before_ranks, meta_key)
         ranked = true
         if r then redis.call('ZADD', wrank, r, w) else redis.call('ZREM', wrank, w) end
         local events, by, more = {}, {}, 0
-        if r and old and r > old and not players[w] then
-          events[#events + 1] = 'passed'
+        if r and old and r > old then
           local fset = {}
           for f in string.gmatch(friends, '[^,]+') do
             fset[f] = true
             local m = mover_of[f]
             if m and m.rank and passed(m, w, r, old) then by[#by + 1] = {m, 1} end
           end
-          if #by > 0 then events[#events + 1] = 'friend_passed' end
+          local friends_by = #by
           -- the others, nearest first: from the last mover ahead of the player upwards
           local lo, hi = 1, #movers
           while lo <= hi do
@@ -183,6 +182,9 @@ local function watched(zkey, mkey, wkeys, players, before_ranks, meta_key)
               by[#by + 1] = {m, 0}
             end
           end
+          -- a player's own write that cost it places is no pass, unless others passed it too
+          if #by > 0 or not players[w] then events[#events + 1] = 'passed' end
+          if friends_by > 0 then events[#events + 1] = 'friend_passed' end
         end
         if r and r <= top_n and (old == nil or old > top_n) then events[#events + 1] = 'entered_top' end
         if old and old <= top_n and (r == nil or r > top_n) then events[#events + 1] = 'left_top' end
