@@ -25,7 +25,7 @@ from leaderboard.api.http import (
 from leaderboard.api.observability import logger, metrics, tracer
 from leaderboard.domain.validation import MAX_BATCH_BODY_BYTES, known_params
 from leaderboard.services.scores import ScoreService
-from leaderboard.services.watches import WatchService
+from leaderboard.services.watches import UNWATCH_PARAMS, WatchService
 from leaderboard.settings import DatabaseSettings, HookSettings, QueueSettings, RedisSettings
 from leaderboard.stores.redis_client import connect
 from leaderboard.stores.redis_index import RedisIndex
@@ -77,7 +77,7 @@ def watch(board_id: str, player_id: str) -> Response:
 def unwatch(board_id: str, player_id: str) -> Response:
     who = caller(app)
     params = query(app)
-    known_params(params, ("period", "region"))
+    known_params(params, UNWATCH_PARAMS)
     watches.end(board_id, player_id, params.get("period"), params.get("region"), who)
     return Response(status_code=204, body="")
 

@@ -22,6 +22,9 @@ from leaderboard.domain.watches import (
 )
 from leaderboard.stores.redis_index import WatchStanding
 
+# The query parameters of DELETE .../watch (every other watch parameter is in the body).
+UNWATCH_PARAMS = ("period", "region")
+
 
 class WatchIndex(Protocol):
     def get_board(self, board_id: str) -> dict[str, Any] | None: ...
