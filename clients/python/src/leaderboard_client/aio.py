@@ -674,7 +674,9 @@ class AsyncSubscription(Generic[U], AsyncIterator[U]):
         assert renewal is not None
         interval, call = renewal
         try:
-            self.follower.renewed(await self.client._run(call))
+            update = self.follower.renewed(await self.client._run(call))
+            if update is not None:
+                self._pending.append(update)
         except LeaderboardError as error:
             if not _live.transient(error):
                 raise

@@ -629,7 +629,9 @@ class Subscription(Generic[U], Iterator[U]):
         assert renewal is not None
         interval, call = renewal
         try:
-            self.follower.renewed(self.client._run(call))
+            update = self.follower.renewed(self.client._run(call))
+            if update is not None:
+                self._pending.append(update)
         except LeaderboardError as error:
             if not _live.transient(error):
                 raise
