@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import json
 import shutil
 import tempfile
@@ -16,7 +15,6 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from email.utils import format_datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -54,8 +52,6 @@ from leaderboard_client import (
     Unauthorized,
     Unavailable,
     Unprocessable,
-    _core,
-    _live,
     _routes,
 )
 from tests.support.local_stack import Stack
@@ -408,20 +404,6 @@ def test_429_waits_for_retry_after(env: Env) -> None:
     assert retries and all(delay >= 1 for delay in retries)
 
 
-def test_retry_policy_and_retry_after() -> None:
-    policy = RetryPolicy(max_attempts=3, base_delay=0.5, max_delay=4)
-    for _ in range(50):
-        assert 0 <= (policy.delay(1, None) or 0) <= 0.5  # full jitter, doubling
-        assert 0 <= (policy.delay(2, None) or 0) <= 1.0
-        assert 2 <= (policy.delay(1, 2.0) or 0) <= 2.5  # Retry-After, plus jitter
-    assert policy.delay(3, None) is None  # attempts used up
-    assert policy.delay(1, 5.0) is None  # longer than it waits
-    assert _core.retry_after({"retry-after": "7"}) == 7
-    soon = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
-    assert 25 < (_core.retry_after({"retry-after": soon}) or 0) <= 30
-    assert _core.retry_after({}) is None and _core.retry_after({"retry-after": "soon"}) is None
-
-
 # Live: board channels --------------------------------------------------------------------
 
 
@@ -608,58 +590,7 @@ def test_async_player_subscription(env: Env) -> None:
     asyncio.run(scenario())
 
 
-def test_a_renewal_that_finds_another_rank_is_an_update() -> None:
-    """A renewal starts the watch from its answer: a change just before it is told by no
-    message, so the follower reports the answer, and takes its rank as the last seen."""
-    live = LiveConfig("ws://127.0.0.1:1/event/realtime", "127.0.0.1:2", "key")
-    follower = _live.PlayerFollower(
-        live,
-        "token",
-        "b",
-        "ada",
-        period="all-time",
-        region=None,
-        top_n=None,
-        friends=None,
-        ttl_seconds=60,
-        renew_every=None,
-    )
-    assert follower.renew_every == 30  # half the time to live
-    watch: dict[str, Any] = {"channel": "/players/Pabc", "rank": 1, "score": 5}
-    follower.prepared(watch)
-    assert follower.subscribed(None).kind == "watched" and follower.last_rank == 1
-    assert follower.renewed(dict(watch)) is None
-    update = follower.renewed(dict(watch, rank=3))
-    assert update is not None and update.kind == "renewed" and follower.last_rank == 3
-    message = {
-        "type": "player.standing_changed",
-        "board_id": "b",
-        "player_id": "ada",
-        "period_kind": "all-time",
-        "region": None,
-        "rank": 4,
-        "previous_rank": 3,
-    }
-    assert follower.gap_read(message) is None  # no gap: it goes on from the renewal
-    assert follower.gap_read(dict(message, board_id="other")) is False  # another watch's
-
-
 # The asyncio client ----------------------------------------------------------------------
-
-
-def test_async_client_has_the_same_methods() -> None:
-    def public(cls: type) -> dict[str, list[str]]:
-        return {
-            name: list(inspect.signature(member).parameters)
-            for name, member in inspect.getmembers(cls, inspect.isfunction)
-            if not name.startswith("_") and name not in ("close", "aclose")
-        }
-
-    sync, asynchronous = public(LeaderboardClient), public(AsyncLeaderboardClient)
-    assert sync == asynchronous
-    for name in sync:
-        if name not in ("subscribe_board", "subscribe_player", "with_token", "with_retry"):
-            assert inspect.iscoroutinefunction(getattr(AsyncLeaderboardClient, name)), name
 
 
 def test_async_client(env: Env) -> None:
