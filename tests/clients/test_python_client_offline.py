@@ -4,6 +4,7 @@ offering the same methods. In `make test-fast`."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 from datetime import UTC, datetime, timedelta
@@ -29,6 +30,7 @@ from leaderboard_client import (
     _core,
     _live,
     _routes,
+    aio,
 )
 from leaderboard_client.errors import error_for
 
@@ -153,3 +155,27 @@ def test_calls_encode_paths_and_queries() -> None:
     assert not _routes.end_period("b").resend and _routes.submit_scores("b", []).resend
     with pytest.raises(TypeError):
         _routes.get_players("b", "a,b", period=None, region=None, viewer=None, by=None, team=None)
+
+
+@pytest.mark.parametrize(
+    ("raw", "body"),
+    [
+        (b'HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n{"a":1}', b'{"a":1}'),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b'3\r\n{"a\r\n4;x=y\r\n":1}\r\n0\r\nTrailer: z\r\n\r\n',
+            b'{"a":1}',
+        ),
+        (b'HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{"a":1}', b'{"a":1}'),
+        (b"HTTP/1.1 204 No Content\r\n\r\n", b""),
+    ],
+)
+def test_the_asyncio_transport_reads_each_framing(raw: bytes, body: bytes) -> None:
+    async def read() -> _core.Answer:
+        reader = asyncio.StreamReader()
+        reader.feed_data(raw)
+        reader.feed_eof()
+        return await aio._read_answer(reader, "GET")
+
+    answer = asyncio.run(read())
+    assert answer.body == body and answer.status in (200, 204)
