@@ -244,3 +244,26 @@ def _ranks(model: ModelBoard) -> dict[str, int]:
     period = current_period("all-time", NOW).id
     rows = model.ordered(period, None)
     return {row.player: model.rank_of(rows, i) for i, row in enumerate(rows)}
+
+
+def test_a_hidden_watcher_is_told_nothing_and_the_others_see_the_public_board(
+    index: RedisIndex, board_id: str
+) -> None:
+    """Hiding is a shadow ban: the hidden player's channel must not say `rank: null` (their
+    reads never tell them), while the others move up as the public board shows."""
+    import uuid
+
+    model = _board(index, board_id)
+    live = LiveIndex(index.client)
+    for player, score in (("ann", 50), ("bob", 40), ("cy", 30)):
+        submit(index, model, board_id, player, score)
+    _tick(live, board_id)
+    _watch(index, board_id, "ann", top_n=1)
+    _watch(index, board_id, "bob", top_n=1)
+    index.set_hidden(board_id, "ann", True, event_id=str(uuid.uuid4()), now_ms=1)
+    updates = _tick(live, board_id)
+    assert set(updates) == {"bob"}
+    assert (updates["bob"].previous_rank, updates["bob"].rank) == (2, 1)
+    assert updates["bob"].events == ("entered_top",)
+    submit(index, model, board_id, "cy", 100)  # passes everyone, ann included
+    assert set(_tick(live, board_id)) == {"bob"}

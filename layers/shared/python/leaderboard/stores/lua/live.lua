@@ -108,6 +108,16 @@ local now_ms = tonumber(ARGV[5 + nch * 3])
 local max_checks = tonumber(ARGV[6 + nch * 3])
 local keep_ranks = tonumber(ARGV[7 + nch * 3])
 
+-- A board that hides players ends its rules with a space (hidden.lua).
+local hides = string.byte(raw, -1) == 32
+local function in_shadow(zkey, mkey, player)
+  local member = player
+  if keyed then member = redis.call('HGET', mkey, player) end
+  if not member then return false end
+  local shadow = string.gsub(zkey, '}:z:', '}:zh:', 1)
+  return redis.call('ZSCORE', shadow, member) ~= false
+end
+
 -- The player messages of one channel's watches (see the top of this file).
 local function watched(zkey, mkey, wkeys, players, before_ranks, meta_key)
   local whash, wrank, wdirty = wkeys[1], wkeys[2], wkeys[3]
@@ -157,6 +167,9 @@ local function watched(zkey, mkey, wkeys, players, before_ranks, meta_key)
     else
       local old = tonumber(redis.call('ZSCORE', wrank, w))
       local s, r = rank_of(zkey, mkey, w)
+      if not r and hides and in_shadow(zkey, mkey, w) then
+        r = old -- hidden: the channel stays silent, as a hidden player's reads tell nothing
+      end
       if r ~= old then
         ranked = true
         if r then redis.call('ZADD', wrank, r, w) else redis.call('ZREM', wrank, w) end
