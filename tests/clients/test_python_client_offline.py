@@ -49,9 +49,10 @@ def test_retry_policy_and_retry_after() -> None:
     assert _core.retry_after({}) is None and _core.retry_after({"retry-after": "soon"}) is None
 
 
-def test_a_renewal_that_finds_another_rank_is_an_update() -> None:
-    """A renewal starts the watch from its answer: a change just before it is told by no
-    message, so the follower reports the answer, and takes its rank as the last seen."""
+def test_a_renewal_moves_nothing_the_messages_go_on_from_the_last_one() -> None:
+    """A renewal keeps the watch's chain (docs/API.md): a change just before it is still told by
+    a message whose previous_rank is the last rank a message said, so the answer is no update
+    and does not move the last rank seen."""
     live = LiveConfig("ws://127.0.0.1:1/event/realtime", "127.0.0.1:2", "key")
     follower = _live.PlayerFollower(
         live,
@@ -70,18 +71,19 @@ def test_a_renewal_that_finds_another_rank_is_an_update() -> None:
     follower.prepared(watch)
     assert follower.subscribed(None).kind == "watched" and follower.last_rank == 1
     assert follower.renewed(dict(watch)) is None
-    update = follower.renewed(dict(watch, rank=3))
-    assert update is not None and update.kind == "renewed" and follower.last_rank == 3
+    # a renewal keeps the chain: its answer's rank is not the last one a message said
+    assert follower.renewed(dict(watch, rank=3)) is None and follower.last_rank == 1
     message = {
         "type": "player.standing_changed",
         "board_id": "b",
         "player_id": "ada",
         "period_kind": "all-time",
         "region": None,
-        "rank": 4,
-        "previous_rank": 3,
+        "rank": 3,
+        "previous_rank": 1,
     }
-    assert follower.gap_read(message) is None  # no gap: it goes on from the renewal
+    assert follower.gap_read(message) is None  # no gap: the chain went on through the renewal
+    assert follower.gap_read(dict(message, previous_rank=2)) is not None  # a missed message
     assert follower.gap_read(dict(message, board_id="other")) is False  # another watch's
 
 

@@ -159,14 +159,11 @@ class PlayerUpdate:
 
     - `kind="watched"`: (re)watched and subscribed; `watch` is the answer (`rank`, `score`:
       the standing to start from);
-    - `kind="renewed"`: a renewal of the watch answered another rank than the last seen
-      (`watch`): the standing moved without a message telling (the renewal starts the watch
-      from its answer, and a change just before it is reported by nothing else);
     - `kind="message"`: a `message`; `gap` when one was missed before it, and then `standing`
       holds the one read of the player made for it (None: no entry, or the read failed);
     - `kind="polled"`: the socket cannot connect; `standing` read over HTTP meanwhile."""
 
-    kind: Literal["watched", "renewed", "message", "polled"]
+    kind: Literal["watched", "message", "polled"]
     message: PlayerMessage | None = None
     watch: Watch | None = None
     standing: PlayerStanding | None = None
@@ -386,13 +383,11 @@ class PlayerFollower(Follower[PlayerUpdate]):
         return self.renew_every, self._watch()
 
     def renewed(self, result: Any) -> PlayerUpdate | None:
+        # A renewal keeps the watch's chain (docs/API.md): a change before it is still told by
+        # a message whose previous_rank is the last rank seen, so the answer moves nothing.
         self.renewals += 1
         self.watch = cast(Watch, result)
-        if self.watch["rank"] == self.last_rank:
-            return None
-        # Messages go on from the renewal's rank: it is the last seen now.
-        self.last_rank = self.watch["rank"]
-        return PlayerUpdate("renewed", watch=self.watch)
+        return None
 
     def unwatch(self) -> Call[None]:
         return _routes.unwatch_player(
