@@ -581,16 +581,16 @@ def script_cost(
     for board_id in boards.values():
         index.publish_board(BoardConfig(board_id=board_id, mode="best", periods=("all-time",)))
         _seed(index, board_id, players)
-    _watch(
-        index, boards["with watches"], players, Settings(watchers=watchers, top_n=settings.top_n)
-    )
     targets = {name: BoardChannels(b, (channel,), top=10) for name, b in boards.items()}
-    for target in targets.values():  # read the seeding first
+    for target in targets.values():  # the seeding read before the watches, as on the stack
         while True:
             (done,) = live.changes([target])
             assert not isinstance(done, Exception), done
             if not done.entries_read:
                 break
+    _watch(
+        index, boards["with watches"], players, Settings(watchers=watchers, top_n=settings.top_n)
+    )
     per_call = max(1, round(settings.rate / ticks))
     moves = Moves(players, settings.max_move, f"cost-{tag}")
     samples: dict[str, list[tuple[float, float, int, int]]] = {name: [] for name in boards}
