@@ -24,6 +24,8 @@ clocks and quantiles this suite reuses).
    most the message's; otherwise (entered or left the top N on its own, or passed with no passer
    named) the first write after the previous tick's version, the earliest write it can carry
    (conservative). Messages whose cause fell in the warm-up are left out of the quantiles.
+   `from_tick_*`: of that, from the start of the tick that published the message (its
+   `published_at`) to the receipt: the publishing and fan-out, without the wait for a tick.
 6. Missed messages are counted exactly, per watch: each message's `previous_rank` is the rank
    the player was last told, so it must equal the `rank` of the player's previous message (the
    first: the rank at the watch). After the drain, `untold_at_end` counts the watchers ranked
@@ -61,6 +63,7 @@ from benchmarks.live_latency import (
     _create_board,
     _quantile_ms,
     _receive,
+    _wall,
     local_stack,
     publish_rate,
 )
@@ -362,7 +365,7 @@ async def _subscribe_all(
         task.cancel()
     for ws in sockets:
         ws.transport.abort()
-    players: list[tuple[float, str, int, int | None, int | None, list[str], str | None]] = []
+    players: list[tuple[float, str, int, int | None, int | None, list[str], str | None, str]] = []
     ticks: list[int] = []
     for got in frames:
         for at, raw in got:
@@ -378,6 +381,7 @@ async def _subscribe_all(
                         event["previous_rank"],
                         event["events"],
                         passers[0]["player_id"] if passers else None,
+                        event["published_at"],
                     )
                 )
             else:
@@ -414,9 +418,11 @@ def analyse(
     ticks = sorted(set(received["ticks"]) | {m[2] for m in messages})
 
     latencies, by_passer, unmatched, gaps, in_window = [], 0, 0, 0, 0
+    delivery = []  # from the tick's start (published_at) to the receipt
+    offset = time.time() - time.monotonic()  # monotonic -> wall clock, same machine
     events: dict[str, int] = {}
     last_told = dict(told)
-    for at, player, version, rank, previous, kinds, passer in messages:
+    for at, player, version, rank, previous, kinds, passer, published in messages:
         if previous != last_told.get(player):
             gaps += 1  # a message this player never got
         last_told[player] = rank
@@ -424,6 +430,7 @@ def analyse(
             events[kind] = events.get(kind, 0) + 1
         if start <= at <= end:
             in_window += 1
+            delivery.append(at + offset - _wall(published))
         cause: float | None = None
         if passer is not None and passer in by_player:
             own_versions, own_times = by_player[passer]
@@ -457,6 +464,9 @@ def analyse(
         "p50_ms": _quantile_ms(every, 0.5),
         "p99_ms": _quantile_ms(every, 0.99),
         "max_ms": _quantile_ms(every, 1.0),
+        # of it, from the start of the tick that published the message to its receipt
+        "from_tick_p50_ms": _quantile_ms(np.array(delivery), 0.5),
+        "from_tick_p99_ms": _quantile_ms(np.array(delivery), 0.99),
         "missed": gaps,
         "unmatched": unmatched,
         "untold_at_end": untold,
