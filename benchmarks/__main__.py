@@ -9,11 +9,14 @@ BENCH_ENTRIES the rollover/rebuild size, BENCH_EVENTS the persister workload, BE
 (default 100000) and BENCH_HTTP_SUSTAINED_SECONDS (default 60) the `make run` HTTP suite.
 BENCH_LIVE_RATES (writes/s, default 1,100,1000), BENCH_LIVE_SUBSCRIBERS (default 1,100,1000) and
 BENCH_LIVE_SECONDS (measured seconds per cell, default 5; at least 10 writes a cell) set the
-live updates suite. BENCH_SUBMIT_SIZES (default 2000,1000000) sets the board sizes of the Redis
-CPU per submission suite (benchmarks/submit_cpu.py). BENCH_HOT_PLAYERS (default 20000) and
-BENCH_HOT_SUBMISSIONS (default 20000) size the hot board on a local cluster for K = 1, 2, 4, 8
-shards (benchmarks/hot_board.py). BENCH_MODEL_PLAYERS (default 20000) sizes the score-model
-boards (benchmarks/score_model.py: 3 tie-breakers against a plain board).
+live updates suite. BENCH_PLAYER_CHANNEL_PLAYERS (default 10000), BENCH_PLAYER_CHANNEL_WATCHERS
+(default 1000) and BENCH_PLAYER_CHANNEL_SECONDS (default 10) size the player channels suite at
+1,000 writes/s (benchmarks/player_channels.py). BENCH_SUBMIT_SIZES (default 2000,1000000) sets
+the board sizes of the Redis CPU per submission suite (benchmarks/submit_cpu.py).
+BENCH_HOT_PLAYERS (default 20000) and BENCH_HOT_SUBMISSIONS (default 20000) size the hot board
+on a local cluster for K = 1, 2, 4, 8 shards (benchmarks/hot_board.py). BENCH_MODEL_PLAYERS
+(default 20000) sizes the score-model boards (benchmarks/score_model.py: 3 tie-breakers against
+a plain board).
 """
 
 from __future__ import annotations
@@ -67,6 +70,7 @@ def main() -> int:
         http_stack,
         live_latency,
         persister_throughput,
+        player_channels,
         player_history,
         score_model,
         script_instructions,
@@ -90,6 +94,15 @@ def main() -> int:
         )
     )
     results["live_targets"] = live_latency.targets(results["live"])
+    # Player channels: a stack of their own again, then the publisher script on a quiet Valkey.
+    results["player_channels"] = player_channels.run(
+        player_channels.Settings(
+            players=_ints("BENCH_PLAYER_CHANNEL_PLAYERS", "10000")[0],
+            watchers=_ints("BENCH_PLAYER_CHANNEL_WATCHERS", "1000")[0],
+            seconds=_ints("BENCH_PLAYER_CHANNEL_SECONDS", "10")[0],
+        )
+    )
+    results["player_channels_targets"] = player_channels.targets(results["player_channels"])
     # Redis CPU per submission, hot, on a Valkey of its own with nothing else to do.
     with EmbeddedValkey() as idle:
         results["submit_cpu"] = submit_cpu.run(
@@ -142,6 +155,17 @@ def main() -> int:
         results["live"]["rows"],
     )
     _table("Live updates targets", results["live_targets"])
+    _table(
+        "Player channels: write acknowledged by the submit script -> the passed player's message"
+        " at its WebSocket client (one subscription per watching player)",
+        [{k: v for k, v in r.items() if k != "events"} for r in results["player_channels"]["rows"]],
+    )
+    _table(
+        "Player channels: the publisher script per call (one tick's writes), with and without"
+        " watches, on a quiet Valkey (INFO commandstats; watch checks: watches ranked again)",
+        results["player_channels"]["script_cost"],
+    )
+    _table("Player channels targets", results["player_channels_targets"])
     _table(
         "Redis CPU per submission, hot (INFO commandstats), vs the ZADD + ZCOUNT + XADD floor"
         " and the pre-issue-22 script (baseline); guarantees_*: the floor plus only the commands"

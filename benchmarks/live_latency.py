@@ -133,11 +133,13 @@ def publish_rate(stack: LocalStack) -> int:
         return LiveSettings.from_env().publish_rate
 
 
-def _create_board(stack: LocalStack, admin: str) -> dict[str, Any]:
+def _create_board(stack: LocalStack, admin: str, **rules: Any) -> dict[str, Any]:
+    """A new all-time board over HTTP (`rules`: more fields of its body, e.g. mode)."""
     board_id = f"live-bench-{uuid.uuid4().hex[:8]}"
+    body = {"title": "Live bench", "periods": ["all-time"], **rules}
     request = urllib.request.Request(
         f"{stack.url}/boards/{board_id}",
-        data=json.dumps({"title": "Live bench", "periods": ["all-time"]}).encode(),
+        data=json.dumps(body).encode(),
         method="PUT",
         headers={"content-type": "application/json", "authorization": f"Bearer {admin}"},
     )
