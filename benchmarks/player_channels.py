@@ -52,7 +52,7 @@ import random
 import statistics
 import time
 from bisect import bisect_left, bisect_right
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
@@ -91,6 +91,10 @@ class Settings:
     # (players, watchers) of the boards whose publisher script is timed on a quiet Valkey
     cost_boards: tuple[tuple[int, int], ...] = ((10_000, 1_000), (100_000, 1_000))
     cost_ticks: int = 20  # publisher calls timed per board
+    # A backlog tick: this many changes read in one call (the publisher's scan limit), as after
+    # the publisher was stopped for a while or a batch import, on the first cost board.
+    backlog_writes: int = 5_000
+    backlog_ticks: int = 3
 
 
 def player_id(i: int) -> str:
@@ -658,6 +662,12 @@ def run(settings: Settings | None = None) -> dict[str, Any]:
     with EmbeddedValkey() as valkey:
         for players, watchers in settings.cost_boards:
             cost += script_cost(valkey.url, players, watchers, settings, latency["publish_rate"])
+        if settings.backlog_writes and settings.cost_boards:
+            players, watchers = settings.cost_boards[0]
+            backlog = replace(
+                settings, rate=settings.backlog_writes, cost_ticks=settings.backlog_ticks
+            )
+            cost += script_cost(valkey.url, players, watchers, backlog, 1)
     return {
         "settings": asdict(settings),
         "seconds": round(time.perf_counter() - started, 1),

@@ -108,6 +108,8 @@ local now_ms = tonumber(ARGV[5 + nch * 3])
 local max_checks = tonumber(ARGV[6 + nch * 3])
 local keep_ranks = tonumber(ARGV[7 + nch * 3])
 
+-- The changed players ahead of a watch looked at for its passers, nearest first.
+local WALK = 100
 -- A board that hides players ends its rules with a space (hidden.lua).
 local hides = string.byte(raw, -1) == 32
 local function in_shadow(zkey, mkey, player)
@@ -129,8 +131,11 @@ local function watched(zkey, mkey, wkeys, players, before_ranks, meta_key)
     if not queued[pid] then queued[pid] = true; queue[#queue + 1] = pid end
   end
   for _, pid in ipairs(redis.call('SPOP', wdirty, max_checks)) do consider(pid) end
+  -- the spans of ranks the changes crossed, merged before any lookup: with many changes a tick
+  -- (a backlog) the widened spans overlap, and each watch is then looked up once, not once a span
+  local spans = {}
   local function between(lo, hi)
-    for _, pid in ipairs(redis.call('ZRANGEBYSCORE', wrank, lo, hi)) do consider(pid) end
+    spans[#spans + 1] = {lo, hi == '+inf' and math.huge or hi}
   end
   -- the changed players where they are now, by rank; a rank is moved by one a change at most
   local movers, mover_of = {}, {}
@@ -146,6 +151,18 @@ local function watched(zkey, mkey, wkeys, players, before_ranks, meta_key)
     elseif b then between(math.max(1, b - count), '+inf') end
   end
   table.sort(movers, function(x, y) return x.rank < y.rank end)
+  table.sort(spans, function(x, y) return x[1] < y[1] end)
+  local k = 0
+  while k < #spans do
+    k = k + 1
+    local lo, hi = spans[k][1], spans[k][2]
+    while k < #spans and spans[k + 1][1] <= hi + 1 do
+      k = k + 1
+      if spans[k][2] > hi then hi = spans[k][2] end
+    end
+    local upper = hi == math.huge and '+inf' or hi
+    for _, pid in ipairs(redis.call('ZRANGEBYSCORE', wrank, lo, upper)) do consider(pid) end
+  end
 
   -- m passed a player now at rank r who was at rank old: ahead now, not ahead before
   local function passed(m, w, r, old)
@@ -188,13 +205,16 @@ local function watched(zkey, mkey, wkeys, players, before_ranks, meta_key)
             local mid = math.floor((lo + hi) / 2)
             if movers[mid].rank < r then lo = mid + 1 else hi = mid - 1 end
           end
-          for k = hi, 1, -1 do
+          -- at most WALK of them looked at: a backlog tick's thousands of changes, most of them
+          -- ahead all along, must not cost thousands of steps for every watch it concerns
+          for k = hi, math.max(1, hi - WALK + 1), -1 do
             local m = movers[k]
             if not fset[m.pid] and passed(m, w, r, old) then
               if #by >= 10 then more = 1; break end
               by[#by + 1] = {m, 0}
             end
           end
+          if hi > WALK and more == 0 and #by < 10 then more = 1 end -- some were not looked at
           -- a player's own write that cost it places is no pass, unless others passed it too
           if #by > 0 or not players[w] then events[#events + 1] = 'passed' end
           if friends_by > 0 then events[#events + 1] = 'friend_passed' end
