@@ -198,6 +198,7 @@ export class LeaderboardClient {
   readonly baseUrl: string;
   private readonly options: ClientOptions;
   private connection: LiveConnection | null = null;
+  private readonly subscriptions = new Set<BoardSubscription | PlayerSubscription>();
 
   constructor(options: ClientOptions) {
     this.options = options;
@@ -518,6 +519,7 @@ export class LeaderboardClient {
    *  `previous_version` is not the last version seen) makes it read once, then go on. */
   subscribeBoard(options: BoardSubscriptionOptions): BoardSubscription {
     const subscription = new BoardSubscription(this, this.live(), options);
+    this.subscriptions.add(subscription);
     subscription.start();
     return subscription;
   }
@@ -527,13 +529,18 @@ export class LeaderboardClient {
    *  player once, then go on. The watch is renewed every `ttl_seconds / 2`. */
   subscribePlayer(options: PlayerSubscriptionOptions): PlayerSubscription {
     const subscription = new PlayerSubscription(this, this.live(), options);
+    this.subscriptions.add(subscription);
     subscription.start();
     return subscription;
   }
 
-  /** Closes the live connection (and so every subscription). */
-  close(): void {
+  /** Closes every subscription (player watches are ended) and the live connection; resolves
+   *  once the watches are ended. */
+  async close(): Promise<void> {
+    const closing = [...this.subscriptions].map((subscription) => subscription.close());
+    this.subscriptions.clear();
     this.connection?.close();
     this.connection = null;
+    await Promise.all(closing);
   }
 }

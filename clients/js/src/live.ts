@@ -164,7 +164,7 @@ export class LiveConnection {
     this.closed = true;
     clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
-    this.drop();
+    this.drop(false);
     this.emit();
   }
 
@@ -216,8 +216,9 @@ export class LiveConnection {
     this.emit();
   }
 
-  /** Forgets the socket (closing it) without scheduling anything. */
-  private drop(): void {
+  /** Forgets the socket (closing it) without scheduling anything; `notify`: tell the
+   *  subscriptions they lost it (not when closing on purpose). */
+  private drop(notify = true): void {
     clearTimeout(this.idleTimer);
     const ws = this.ws;
     const wasReady = this.ready;
@@ -230,7 +231,7 @@ export class LiveConnection {
         // already closing
       }
     }
-    if (wasReady) for (const entry of this.registrations.values()) entry.onLost();
+    if (wasReady && notify) for (const entry of this.registrations.values()) entry.onLost();
   }
 
   /** The socket failed, closed or went quiet: reconnect after a jittered, growing delay. */
