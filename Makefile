@@ -49,7 +49,7 @@ JS_BUILT := $(JS)/dist/.built
 
 js-client: $(JS_BUILT)
 
-$(JS_MODULES): $(STAMP) $(JS)/package.json $(JS)/package-lock.json
+$(JS_MODULES): $(JS)/package.json $(JS)/package-lock.json | $(STAMP)
 	cd $(JS) && $(NODE_PATH_ENV) npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 

@@ -162,6 +162,8 @@ export class LiveConnection {
   /** Closes the socket on purpose: no reconnect until `connect` or a new subscription. */
   close(): void {
     this.closed = true;
+    this.attempts = 0;
+    this.failure = "";
     clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
     this.drop(false);
