@@ -44,11 +44,15 @@ class LiveClient:
         value: dict[str, Any] = json.loads(self.socket.recv(timeout=timeout))
         return value
 
-    def subscribe(self, channel: str, timeout: float = 5.0) -> str:
+    def subscribe(self, channel: str, timeout: float = 5.0, *, bearer: str | None = None) -> str:
+        """Subscribe with the API key, or on a player channel with a bearer token."""
         sub_id = str(uuid.uuid4())
-        self.send(
-            {"type": "subscribe", "id": sub_id, "channel": channel, "authorization": self.auth}
+        auth = (
+            self.auth
+            if bearer is None
+            else {"host": self.auth["host"], "Authorization": f"Bearer {bearer}"}
         )
+        self.send({"type": "subscribe", "id": sub_id, "channel": channel, "authorization": auth})
         deadline = time.monotonic() + timeout
         while True:
             reply = self.receive(max(0.01, deadline - time.monotonic()))

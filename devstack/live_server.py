@@ -10,6 +10,12 @@ publisher and the same WebSocket client work against AWS and against `make run`:
   publish, and anything else gets 401 UnauthorizedException.
 * `/event/realtime` on the WebSocket port speaks the `aws-appsync-event-ws` subprotocol:
   connection_init/ack, ka keep-alives, subscribe/unsubscribe with an API key, data frames.
+* Two namespaces, as the template declares: `leaderboards` (subscribe with the API key) and
+  `players`, where a subscription carries a bearer token and a player's token may subscribe
+  only to its own channel, a server's (or admin's) to any; what the Lambda authorizer and the
+  namespace's onSubscribe handler decide in AWS. The token is checked by the local rules
+  (JWT_SECRET, JWT_ISSUER, JWT_AUDIENCE in this process's environment; without JWT_SECRET
+  nobody may subscribe there).
 * `GET /stats` and `GET /health` on the HTTP port are ours, for tests and benchmarks.
 
 Fan-out is the point of the exercise, so it is cheap: subscriptions are indexed by channel and by
@@ -34,7 +40,7 @@ import logging
 import os
 import sys
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +57,8 @@ from devstack.sigv4 import SignatureError, verify
 log = logging.getLogger("devstack.live")
 
 NAMESPACE = "leaderboards"
+PLAYER_NAMESPACE = "players"
+NAMESPACES = (NAMESPACE, PLAYER_NAMESPACE)
 SUBPROTOCOL = Subprotocol("aws-appsync-event-ws")
 REALTIME_PATH = "/event/realtime"
 PUBLISH_PATH = "/event"
@@ -97,8 +105,8 @@ def parse_channel(name: object, *, wildcard: bool) -> tuple[str, bool]:
             if "*" in segment and wildcard:
                 raise ChannelError("'*' may only be the whole last segment")
             raise ChannelError("channel segments may only hold [A-Za-z0-9-]")
-    if plain[0] != NAMESPACE:
-        raise ChannelError(f"namespace {plain[0]!r} does not exist (only {NAMESPACE!r})")
+    if plain[0] not in NAMESPACES:
+        raise ChannelError(f"namespace {plain[0]!r} does not exist (only {', '.join(NAMESPACES)})")
     if len(segments) < 2:
         raise ChannelError("a channel needs a segment below its namespace")
     if is_wildcard:
@@ -193,8 +201,11 @@ class EventApi:
         ka_interval: float = DEFAULT_KA_SECONDS,
         *,
         publisher: tuple[str, str] = ("", ""),
+        players: Callable[[str, str, bool], str | None] | None = None,
     ) -> None:
         self.api_key = api_key
+        # (Authorization value, channel or wildcard prefix, wildcard) -> why refused, or None
+        self.players = players
         self.publisher = publisher  # the (access key id, secret) a publish must be signed with
         self.refused_publishes = 0
         self.ka_interval = ka_interval
@@ -346,14 +357,14 @@ class EventApi:
             await self._fail(client, "error", BAD_REQUEST, "subscribe needs a string id")
             return
         auth = message.get("authorization")
-        if not isinstance(auth, dict) or auth.get("x-api-key") != self.api_key:
-            text = "missing or invalid API key"
-            await self._fail(client, "subscribe_error", UNAUTHORIZED, text, sub_id)
-            return
         try:
             key, wildcard = parse_channel(message.get("channel"), wildcard=True)
         except ChannelError as exc:
             await self._fail(client, "subscribe_error", BAD_REQUEST, str(exc), sub_id)
+            return
+        refused = self._refused(auth, key, wildcard)
+        if refused is not None:
+            await self._fail(client, "subscribe_error", UNAUTHORIZED, refused, sub_id)
             return
         if sub_id in client.subscriptions:
             text = f"subscription id {sub_id!r} is already in use"
@@ -362,6 +373,17 @@ class EventApi:
         head = b'{"type":"data","id":' + json.dumps(sub_id).encode() + b',"event":'
         self._add(_Subscription(sub_id, key, wildcard, client, head))
         await self._send(client, {"type": "subscribe_success", "id": sub_id})
+
+    def _refused(self, auth: object, key: str, wildcard: bool) -> str | None:
+        """Why a subscription's authorization does not admit it to `key`, or None."""
+        if not isinstance(auth, dict):
+            return "missing authorization"
+        if key.split("/")[1] != PLAYER_NAMESPACE:
+            return None if auth.get("x-api-key") == self.api_key else "missing or invalid API key"
+        bearer = auth.get("Authorization")
+        if self.players is None or not isinstance(bearer, str):
+            return "player channels need the player's bearer token (Authorization)"
+        return self.players(bearer, key, wildcard)
 
     async def _unsubscribe(self, client: _Client, sub_id: object) -> None:
         subscription = client.subscriptions.get(sub_id) if isinstance(sub_id, str) else None
@@ -443,9 +465,10 @@ async def serve_forever(
     ka_interval: float,
     host: str = "127.0.0.1",
     publisher: tuple[str, str] = ("", ""),
+    players: Callable[[str, str, bool], str | None] | None = None,
 ) -> None:
     """Serve both endpoints until cancelled."""
-    api = EventApi(api_key, ka_interval, publisher=publisher)
+    api = EventApi(api_key, ka_interval, publisher=publisher, players=players)
     http = HttpServer(api.answer, max_body=MAX_BODY)
     _, bound_http = await http.start(host, http_port)
     async with serve(
@@ -473,6 +496,35 @@ async def serve_forever(
         finally:
             ka.cancel()
             await http.close()
+
+
+def player_check_from_env() -> Callable[[str, str, bool], str | None] | None:
+    """Who may subscribe to a player channel, by the local token rules; None without
+    JWT_SECRET (then nobody may)."""
+    if not os.environ.get("JWT_SECRET"):
+        return None
+    from leaderboard.api.bearer import TokenVerifier, bearer_token
+    from leaderboard.domain.errors import DomainError
+    from leaderboard.domain.live import player_channel
+    from leaderboard.settings import TokenSettings
+
+    verifier = TokenVerifier(TokenSettings.from_env())
+
+    def check(authorization: str, key: str, wildcard: bool) -> str | None:
+        token = bearer_token(authorization)
+        if token is None:
+            return "Authorization must be 'Bearer <token>'"
+        try:
+            caller = verifier.caller(token)
+        except DomainError as exc:
+            return f"invalid token: {exc}"
+        if caller.is_server:
+            return None
+        if wildcard or key != player_channel(caller.subject, PLAYER_NAMESPACE):
+            return "a player's token may subscribe only to that player's own channel"
+        return None
+
+    return check
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -505,6 +557,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.ka_interval,
         args.host,
         publisher=(args.publisher_key_id, secret),
+        players=player_check_from_env(),
     )
     try:
         try:

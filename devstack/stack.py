@@ -247,6 +247,11 @@ class LocalStack:
             http_port,
             ws_port,
             publisher_credentials=(aws["AWS_ACCESS_KEY_ID"], aws["AWS_SECRET_ACCESS_KEY"]),
+            token_env={
+                "JWT_SECRET": tokens.local_secret(data),
+                "JWT_ISSUER": tokens.issuer(),
+                "JWT_AUDIENCE": tokens.audience(),
+            },
         )
         self._resources.enter_context(self.events)
         log.info(

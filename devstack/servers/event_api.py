@@ -31,8 +31,11 @@ class LocalEventApi(_PythonServer):
         api_key: str | None = None,
         ka_interval: float | None = None,
         publisher_credentials: tuple[str, str] | None = None,
+        token_env: dict[str, str] | None = None,
     ) -> None:
         super().__init__()
+        # JWT_SECRET, JWT_ISSUER, JWT_AUDIENCE: who may subscribe to player channels
+        self.token_env = dict(token_env or {})
         self.publisher_credentials = publisher_credentials or (
             f"LOCAL{secrets.token_hex(8).upper()}",
             secrets.token_urlsafe(30),
@@ -88,7 +91,8 @@ class LocalEventApi(_PythonServer):
         return (self._port, self._ws_port)
 
     def _secret_env(self) -> dict[str, str]:
-        return {"LIVE_PUBLISHER_SECRET": self.publisher_credentials[1]}  # not on a command line
+        # not on a command line
+        return {"LIVE_PUBLISHER_SECRET": self.publisher_credentials[1], **self.token_env}
 
     def stats(self) -> dict[str, Any]:
         """``GET /stats``: connections, subscriptions, events published per channel, frames

@@ -1,5 +1,5 @@
-"""Write API: score submissions (one Redis script, then one queue send) and tournament sign-ups
-(one Redis script).
+"""Write API: score submissions (one Redis script, then one queue send), tournament sign-ups
+and player-channel watches (one Redis script each).
 
 PostgreSQL is reached only when Redis has no such board, to tell a board whose serving data
 was lost (503 while it is restored) from an unknown one (404). A board with a validation hook
@@ -13,10 +13,19 @@ from typing import Any
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from leaderboard.api.http import caller, create_app, header, json_body, json_response, no_query
+from leaderboard.api.http import (
+    caller,
+    create_app,
+    header,
+    json_body,
+    json_response,
+    no_query,
+    query,
+)
 from leaderboard.api.observability import logger, metrics, tracer
-from leaderboard.domain.validation import MAX_BATCH_BODY_BYTES
+from leaderboard.domain.validation import MAX_BATCH_BODY_BYTES, known_params
 from leaderboard.services.scores import ScoreService
+from leaderboard.services.watches import UNWATCH_PARAMS, WatchService
 from leaderboard.settings import DatabaseSettings, HookSettings, QueueSettings, RedisSettings
 from leaderboard.stores.redis_client import connect
 from leaderboard.stores.redis_index import RedisIndex
@@ -39,19 +48,38 @@ def board_in_record(board_id: str) -> bool:
     return _boards.get(board_id) is not None
 
 
+index = RedisIndex(
+    connect(redis_settings.url, cluster=redis_settings.cluster),
+    idempotency_ttl_seconds=redis_settings.idempotency_ttl_seconds,
+    replica_acks=redis_settings.replica_acks,
+    replica_ack_timeout_ms=redis_settings.replica_ack_timeout_ms,
+)
 scores = ScoreService(
-    RedisIndex(
-        connect(redis_settings.url, cluster=redis_settings.cluster),
-        idempotency_ttl_seconds=redis_settings.idempotency_ttl_seconds,
-        replica_acks=redis_settings.replica_acks,
-        replica_ack_timeout_ms=redis_settings.replica_ack_timeout_ms,
-    ),
+    index,
     SqsScoreQueue(make_sqs_client(queue_settings.endpoint_url), queue_settings.queue_url),
     in_record=board_in_record,
     hooks=ValidationHooks.from_settings(hook_settings),
 )
+watches = WatchService(index)
 tracer.patch(["botocore"])  # X-Ray subsegments for SQS calls
 app = create_app()
+
+
+@app.put("/boards/<board_id>/players/<player_id>/watch")
+def watch(board_id: str, player_id: str) -> Response:
+    who = caller(app)
+    no_query(app)
+    body = json_body(app, required=False)
+    return json_response(200, watches.put(board_id, player_id, body, who))
+
+
+@app.delete("/boards/<board_id>/players/<player_id>/watch")
+def unwatch(board_id: str, player_id: str) -> Response:
+    who = caller(app)
+    params = query(app)
+    known_params(params, UNWATCH_PARAMS)
+    watches.end(board_id, player_id, params.get("period"), params.get("region"), who)
+    return Response(status_code=204, body="")
 
 
 @app.post("/boards/<board_id>/join")

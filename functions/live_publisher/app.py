@@ -28,12 +28,14 @@ settings = LiveSettings.from_env()
 index = LiveIndex(
     connect(redis_settings.url, cluster=redis_settings.cluster),
     max_changed=settings.max_changed,
+    max_watch_checks=settings.max_watch_checks,
 )
 publisher = LivePublisher(
     index,
     EventApiPublisher(settings.events_url),
     rate=settings.publish_rate,
     namespace=settings.namespace,
+    player_namespace=settings.player_namespace,
 )
 
 
@@ -51,6 +53,7 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
     report = publisher.run(context.aws_request_id, seconds, wait_for_successor=wait)
     metrics.add_metric(name="LiveTicks", unit="Count", value=report.ticks)
     metrics.add_metric(name="LivePublishes", unit="Count", value=report.published)
+    metrics.add_metric(name="LivePlayerMessages", unit="Count", value=report.player_messages)
     metrics.add_metric(name="LivePublishFailures", unit="Count", value=report.failed)
     metrics.add_metric(name="LivePublishRefused", unit="Count", value=report.refused)
     metrics.add_metric(name="LiveMessagesTruncated", unit="Count", value=report.truncated)

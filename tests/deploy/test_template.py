@@ -17,6 +17,8 @@ from redis.crc import key_slot
 
 from devstack.servers.valkey_cluster import slot_ranges
 from devstack.template import ROOT, load
+from leaderboard.api.channel_auth import MAX_TTL_SECONDS
+from leaderboard.domain.live import PLAYER_NAMESPACE
 from leaderboard.domain.shards import shard_board_id
 from leaderboard.settings import RedisSettings
 from leaderboard.stores.redis_index import BoardKeys
@@ -25,6 +27,7 @@ TEMPLATE = load()
 RESOURCES = TEMPLATE.raw["Resources"]
 GLOBALS = TEMPLATE.raw["Globals"]["Function"]
 FUNCTIONS = {n: r for n, r in RESOURCES.items() if r["Type"] == "AWS::Serverless::Function"}
+AUTHORIZER_NAME = "PlayerChannelAuthorizerFunction"
 # Public reads by design; every other route needs a token.
 PUBLIC = {
     "GET /boards",
@@ -159,10 +162,12 @@ BATCH = "POST /boards/{board_id}/scores/batch"
 
 def test_every_route_has_an_authorizer_or_is_a_deliberate_public_read():
     keys = {r.route_key for r in TEMPLATE.routes}
-    # any valid token: a player submits and signs up as itself
+    # any valid token: a player submits, signs up and watches as itself
     assert keys == PUBLIC | ADMIN | {
         "POST /boards/{board_id}/scores",
         "POST /boards/{board_id}/join",
+        "PUT /boards/{board_id}/players/{player_id}/watch",
+        "DELETE /boards/{board_id}/players/{player_id}/watch",
         BATCH,
     }
     assert TEMPLATE.default_authorizer == "LeaderboardJwt"
@@ -226,10 +231,12 @@ def test_schedules_and_migrations():
 
 
 def test_every_function_but_the_live_publisher_may_read_the_database_secret():
+    # The publisher reads Redis only; the webhook delivery, its queue and secret only; the
+    # player channel authorizer, tokens only.
+    without = ("LivePublisherFunction", "WebhookDeliveryFunction", AUTHORIZER_NAME)
     for name, res in FUNCTIONS.items():
-        reads = {"Ref": "DatabaseSecretRead"} in res["Properties"]["Policies"]
-        # The publisher reads Redis only; the webhook delivery, its queue and secret only.
-        assert reads is (name not in ("LivePublisherFunction", "WebhookDeliveryFunction")), name
+        reads = {"Ref": "DatabaseSecretRead"} in res["Properties"].get("Policies", [])
+        assert reads is (name not in without), name
     assert "DATABASE_SECRET_ID" in GLOBALS["Environment"]["Variables"]
 
 
@@ -492,6 +499,8 @@ def test_every_parameter_is_documented():
 
 # --- live updates: the AppSync Events API and its publisher ---------------------------------
 PUBLISHER = FUNCTIONS["LivePublisherFunction"]["Properties"]
+PLAYERS = RESOURCES["PlayerChannelNamespace"]["Properties"]
+AUTHORIZER = FUNCTIONS[AUTHORIZER_NAME]["Properties"]
 
 
 def _auth_types(modes):
@@ -506,13 +515,21 @@ def test_live_event_api_subscribes_with_the_api_key_and_publishes_with_iam_only(
     api = RESOURCES["LiveEventApi"]
     assert api["Type"] == "AWS::AppSync::Api"
     config = api["Properties"]["EventConfig"]
-    assert sorted(_auth_types(config["AuthProviders"])) == ["API_KEY", "AWS_IAM"]
+    # AWS_LAMBDA: the player channels' authorizer (below), for their subscribers only.
+    assert sorted(_auth_types(config["AuthProviders"])) == ["API_KEY", "AWS_IAM", "AWS_LAMBDA"]
     assert _auth_types(config["ConnectionAuthModes"]) == ["API_KEY"]
     assert _auth_types(config["DefaultSubscribeAuthModes"]) == ["API_KEY"]
     assert _auth_types(config["DefaultPublishAuthModes"]) == ["AWS_IAM"]
-    namespaces = [r for r in RESOURCES.values() if r["Type"] == "AWS::AppSync::ChannelNamespace"]
-    assert len(namespaces) == 1
-    namespace = namespaces[0]["Properties"]
+    namespaces = {
+        n: r["Properties"]["Name"]
+        for n, r in RESOURCES.items()
+        if r["Type"] == "AWS::AppSync::ChannelNamespace"
+    }
+    assert namespaces == {
+        "LiveChannelNamespace": "leaderboards",
+        "PlayerChannelNamespace": "players",
+    }
+    namespace = RESOURCES["LiveChannelNamespace"]["Properties"]
     assert namespace["Name"] == "leaderboards"
     assert _getatt(namespace["ApiId"]) == ("LiveEventApi", "ApiId")
     assert _auth_types(namespace["PublishAuthModes"]) == ["AWS_IAM"]  # never the API key
@@ -527,16 +544,25 @@ def test_live_event_api_subscribes_with_the_api_key_and_publishes_with_iam_only(
     assert 1_700_000_000 <= expires["MinValue"] < expires["MaxValue"] < 10**10  # not ms
 
 
-def test_live_publisher_may_only_publish_on_the_namespace():
+def test_live_publisher_may_only_publish_on_the_namespaces():
+    """appsync:EventPublish on the two namespaces' ARNs, nothing else: no wildcard, no API."""
     statements = [s for p in PUBLISHER["Policies"] for s in p["Statement"]]
     assert statements == [
         {
             "Effect": "Allow",
             "Action": "appsync:EventPublish",
-            "Resource": {"Fn::GetAtt": "LiveChannelNamespace.ChannelNamespaceArn"},
+            "Resource": [
+                {"Fn::GetAtt": "LiveChannelNamespace.ChannelNamespaceArn"},
+                {"Fn::GetAtt": "PlayerChannelNamespace.ChannelNamespaceArn"},
+            ],
         }
     ]
-    assert RESOURCES["LiveChannelNamespace"]["Type"] == "AWS::AppSync::ChannelNamespace"
+    for name in ("LiveChannelNamespace", "PlayerChannelNamespace"):
+        assert RESOURCES[name]["Type"] == "AWS::AppSync::ChannelNamespace"
+    granted = {
+        name for name, statements in _statements() for s in statements if "appsync" in str(s)
+    }
+    assert granted == {"LivePublisherFunction"}, "no one else may publish"
     assert "Role" not in PUBLISHER and "RolePath" not in PUBLISHER  # SAM's role, these policies
     # Layers: botocore (SigV4) and urllib3 from DepsAws; no database driver.
     assert [_ref(x) for x in PUBLISHER["Layers"]] == ["DepsAwsLayer"]
@@ -570,6 +596,7 @@ def test_live_publisher_environment():
     assert env["POWERTOOLS_SERVICE_NAME"] == "leaderboard-live-publisher"
     assert _sub(env["LIVE_EVENTS_URL"]) == "https://${LiveEventApi.Dns.Http}/event"
     assert env["LIVE_NAMESPACE"] == RESOURCES["LiveChannelNamespace"]["Properties"]["Name"]
+    assert env["LIVE_PLAYER_NAMESPACE"] == PLAYERS["Name"] == PLAYER_NAMESPACE
     assert _ref(env["LIVE_PUBLISH_RATE"]) == "LivePublishRate"
     assert env["LIVE_RUN_SECONDS"] == "60"
     rate = TEMPLATE.raw["Parameters"]["LivePublishRate"]
@@ -637,6 +664,82 @@ def test_live_outputs_give_a_client_what_it_needs():
     assert _getatt(outputs["LiveApiKey"]["Value"]) == ("LiveApiKey", "ApiKey")
     assert "not a secret" in outputs["LiveApiKey"]["Description"].lower()
     assert outputs["LiveNamespace"]["Value"] == "leaderboards"
+    assert outputs["LivePlayerNamespace"]["Value"] == PLAYER_NAMESPACE
+
+
+# --- player channels: the players namespace, its authorizer and its onSubscribe handler -------
+
+
+def test_the_players_namespace_subscribes_through_the_authorizer_and_publishes_with_iam():
+    assert _getatt(PLAYERS["ApiId"]) == ("LiveEventApi", "ApiId")
+    assert PLAYERS["Name"] == PLAYER_NAMESPACE
+    assert _auth_types(PLAYERS["SubscribeAuthModes"]) == ["AWS_LAMBDA"]  # never the key alone
+    assert _auth_types(PLAYERS["PublishAuthModes"]) == ["AWS_IAM"]  # the publisher only
+    providers = RESOURCES["LiveEventApi"]["Properties"]["EventConfig"]["AuthProviders"]
+    (provider,) = [p for p in providers if p["AuthType"] == "AWS_LAMBDA"]
+    config = provider["LambdaAuthorizerConfig"]
+    assert _getatt(config["AuthorizerUri"]) == (AUTHORIZER_NAME, "Arn")
+    # A yes may be reused for the token this long (the authorizer answers less near expiry).
+    assert config["AuthorizerResultTtlInSeconds"] == MAX_TTL_SECONDS
+    assert "IdentityValidationExpression" not in config  # the token is `Bearer <JWT>`
+
+
+def test_the_players_namespace_checks_every_channel_on_subscribe():
+    """AppSync may reuse the authorizer's answer for a token on its other subscriptions: the
+    namespace's onSubscribe handler compares each channel with it (run in
+    tests/functions/test_live_authorizer.py)."""
+    code = PLAYERS["CodeHandlers"]
+    assert "export function onSubscribe(ctx)" in code
+    assert "util.unauthorized()" in code and "ctx.identity.handlerContext" in code
+    assert "onPublish" not in code, "the publisher's messages pass as published"
+    assert "HandlerConfigs" not in PLAYERS and "CodeS3Location" not in PLAYERS
+
+
+def test_only_the_event_api_may_invoke_the_authorizer():
+    permissions = [
+        r["Properties"]
+        for r in RESOURCES.values()
+        if r["Type"] == "AWS::Lambda::Permission"
+        and _getatt(r["Properties"]["FunctionName"])[0] == AUTHORIZER_NAME
+    ]
+    assert permissions == [
+        {
+            "Action": "lambda:InvokeFunction",
+            "FunctionName": {"Fn::GetAtt": f"{AUTHORIZER_NAME}.Arn"},
+            "Principal": "appsync.amazonaws.com",
+            "SourceAccount": {"Ref": "AWS::AccountId"},
+            "SourceArn": {"Fn::GetAtt": "LiveEventApi.ApiArn"},
+        }
+    ]
+    assert "Events" not in AUTHORIZER, "nothing else invokes it"
+
+
+def test_the_authorizer_checks_tokens_as_the_read_function_does():
+    env = TEMPLATE.functions[AUTHORIZER_NAME].environment
+    reader = TEMPLATE.functions["ApiReadFunction"].environment
+    for name in ("JWT_ISSUER", "JWT_AUDIENCE", "JWT_JWKS_URL", "JWT_SECRET"):
+        assert env[name] == reader[name], name
+    assert env["JWT_SECRET"] == "", "no shared secret in AWS: RS256 only"
+    assert env["POWERTOOLS_SERVICE_NAME"] == "leaderboard-live-authorizer"
+    assert AUTHORIZER["VpcConfig"] == READER["VpcConfig"]  # where the issuer's keys are reachable
+    assert [_ref(x) for x in AUTHORIZER["Layers"]] == ["DepsJwtLayer"]
+    assert "Policies" not in AUTHORIZER, "no AWS call, no secret: the basic execution role"
+    assert (ROOT / AUTHORIZER["CodeUri"] / "app.py").is_file()
+    group = RESOURCES[_ref(AUTHORIZER["LoggingConfig"]["LogGroup"])]["Properties"]
+    assert group["LogGroupName"] == {"Fn::Sub": "/leaderboard/${Stage}/live-authorizer"}
+
+
+def test_the_authorizer_alarms():
+    errors = _alarm("PlayerChannelAuthorizerErrorsAlarm")
+    assert (errors["Namespace"], errors["MetricName"]) == ("AWS/Lambda", "Errors")
+    assert _ref(errors["Dimensions"][0]["Value"]) == AUTHORIZER_NAME
+    issuer = _alarm("PlayerChannelIssuerUnavailableAlarm")
+    assert (issuer["Namespace"], issuer["MetricName"]) == (
+        "Leaderboard",
+        "PlayerChannelIssuerUnavailable",
+    )
+    assert issuer["Dimensions"] == [{"Name": "service", "Value": "leaderboard-live-authorizer"}]
+    assert (issuer["ComparisonOperator"], issuer["Threshold"]) == ("GreaterThanThreshold", 0)
 
 
 DEPENDENCY_LAYERS = sorted(
@@ -750,6 +853,12 @@ def test_each_function_imports_with_only_its_layers(name, host_layers):
         assert "psycopg" not in imported, "the publisher reads Redis only"
     if name == "WebhookDeliveryFunction":
         assert not imported & {"psycopg", "redis"}, "the delivery reads its queue only"
+    if name == AUTHORIZER_NAME:  # tokens only, and their libraries with the first one
+        assert not imported & {"boto3", "psycopg", "redis", "jwt"}, imported
+        assert {m for m in modules if m.startswith("cryptography")} <= {
+            "cryptography",
+            "cryptography.__about__",
+        }
 
 
 def test_layers_are_fully_pinned():
@@ -793,9 +902,9 @@ def test_the_read_function_verifies_tokens_as_the_authorizer_would():
             assert route.authorizer is None and route.method == "GET", route.route_key
 
 
-def test_only_the_read_function_gets_the_jwt_layer():
+def test_only_the_token_checking_functions_get_the_jwt_layer():
     with_jwt = {name for name, spec in TEMPLATE.functions.items() if "DepsJwtLayer" in spec.layers}
-    assert with_jwt == {"ApiReadFunction"}
+    assert with_jwt == {"ApiReadFunction", AUTHORIZER_NAME}
     assert [_ref(x) for x in READER["Layers"]] == ["DepsPostgresLayer", "DepsJwtLayer"]
 
 

@@ -156,6 +156,12 @@ def test_every_function_runs_in_a_container_through_sam_local_invoke(
             lambda r: r["ticks"] >= 1 and r["failed"] == 0,
             lambda: True,
         ),
+        (  # a token no key of the stack's signed: refused, and the refusal not cached
+            "PlayerChannelAuthorizerFunction",
+            ROOT / "events/live_authorizer_subscribe.json",
+            lambda r: r == {"isAuthorized": False, "ttlOverride": 0},
+            lambda: True,
+        ),
     ]
     template_functions = set(json.loads(env_file.read_text()))
     assert {function for function, *_ in plan} == template_functions, "a function not invoked"

@@ -165,6 +165,12 @@ SAMPLE_EVENTS = [
     # a short run: it takes over from the stack's own publisher, ticks and hands back nothing
     ("live_publisher", "live_publisher_scheduled", lambda r: r["ticks"] >= 1 and r["failed"] == 0),
     ("persister", "persister_sqs_batch", lambda r: r == {"batchItemFailures": []}),
+    # a subscribe to player-1's channel with a token no key of the stack's signed: refused
+    (
+        "live_authorizer",
+        "live_authorizer_subscribe",
+        lambda r: r == {"isAuthorized": False, "ttlOverride": 0},
+    ),
     # a period.ended delivered, signed, to the stack's own receiver (POST /local/webhook)
     ("webhook_delivery", "webhook_delivery", lambda r: r == {"batchItemFailures": []}),
     # Without a ResponseURL (CloudFormation's pre-signed URL) the result is only returned.

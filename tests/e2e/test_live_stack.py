@@ -25,6 +25,7 @@ from devstack.live_client import LiveClient
 from devstack.servers import free_port
 from devstack.stack import LocalStack, StackConfig
 from leaderboard.domain.boards import BoardConfig
+from leaderboard.domain.live import player_channel
 from leaderboard.stores.redis_client import connect
 from tests.support.reference_model import ModelBoard
 
@@ -137,6 +138,87 @@ def test_a_subscriber_sees_each_submission_and_a_reconnect_converges(stack: Loca
     assert message["previous_version"] not in versions  # the gap shows
     total, top = model.page(message["period"], None, 0, 3)
     assert message["top"] == [dict(e, score=_num(e["score"])) for e in top]
+
+
+def test_player_channels_tell_a_player_who_passed_them_and_only_them(stack: LocalStack) -> None:
+    """Issue 25: passed (by whom, old and new rank), a friend passed, entered and left the top
+    N, each within a second of the write; another player's channel refused, a server's not."""
+    http = Http(stack)
+    secret = tokens.local_secret(stack.config.data_dir)
+    token = {p: tokens.mint(secret, p) for p in ("ann", "bob", "cy", "dee")}
+    status, board = http("PUT", "/boards/live_players", {"mode": "best"}, http.admin)
+    assert status == 201
+    with _client(stack) as watcher:  # until the publisher has seen these writes
+        watcher.subscribe(board["live_channel"] + "/all-time")
+        for player, score in (("ann", 50), ("bob", 40), ("cy", 30), ("dee", 20)):
+            status, ack = http(
+                "POST", "/boards/live_players/scores", {"score": score}, token[player]
+            )
+            assert status == 200
+        watcher.events_until(lambda m: m["version"] >= ack["version"], 5)
+    status, watch = http(
+        "PUT",
+        "/boards/live_players/players/cy/watch",
+        {"top_n": 3, "friends": ["dee"]},
+        token["cy"],
+    )
+    assert status == 200, watch
+    assert (watch["rank"], watch["score"], watch["friends"]) == (3, 30, ["dee"])
+    assert watch["channel"] == player_channel("cy")
+    status, dee_watch = http(
+        "PUT", "/boards/live_players/players/dee/watch", {"top_n": 3}, http.server
+    )
+    assert status == 200 and dee_watch["rank"] == 4
+    # who may watch and what
+    assert http("PUT", "/boards/live_players/players/cy/watch", {}, token["bob"])[0] == 403
+    assert http("PUT", "/boards/live_players/players/cy/watch", {}, "")[0] == 401
+    assert (
+        http("PUT", "/boards/live_players/players/cy/watch", {"period": "custom"}, token["cy"])[0]
+        == 422
+    )
+    assert http("PUT", "/boards/live_players/players/cy/watch", {"top_n": 0}, token["cy"])[0] == 400
+    assert http("PUT", "/boards/nope_board/players/cy/watch", {}, token["cy"])[0] == 404
+
+    with _client(stack) as client, _client(stack) as server:
+        # only cy (or a server) may subscribe to cy's channel
+        for bearer in (token["bob"], "not-a-token"):
+            with pytest.raises(ConnectionError, match="Unauthorized"):
+                client.subscribe(watch["channel"], bearer=bearer)
+        with pytest.raises(ConnectionError, match="Unauthorized"):
+            client.subscribe(watch["channel"])  # the API key alone
+        with pytest.raises(ConnectionError, match="Unauthorized"):
+            client.subscribe("/players/*", bearer=token["cy"])
+        client.subscribe(watch["channel"], bearer=token["cy"])
+        server.subscribe("/players/*", bearer=http.server)
+
+        sent = time.monotonic()
+        status, _ = http("POST", "/boards/live_players/scores", {"score": 45}, token["dee"])
+        assert status == 200
+        message = client.next_event(3)
+        latency = time.monotonic() - sent
+        assert message["type"] == "player.standing_changed" and message["player_id"] == "cy"
+        assert (message["previous_rank"], message["rank"], message["score"]) == (3, 4, 30)
+        assert message["events"] == ["passed", "friend_passed", "left_top"]
+        assert [(p["player_id"], p["rank"], p["friend"]) for p in message["passed_by"]] == [
+            ("dee", 2, True)
+        ]
+        assert latency < 1.0, f"told {latency:.2f} s after the write"
+        # the server sees both players' messages: dee entered the top 3
+        seen = {}
+        while len(seen) < 2:
+            event = server.next_event(3)
+            seen[event["player_id"]] = event
+        assert seen["dee"]["events"] == ["entered_top"]
+        assert (seen["dee"]["previous_rank"], seen["dee"]["rank"]) == (4, 2)
+
+        # an ended watch is told nothing more; dee passing cy again says nothing to cy
+        status, _ = http("DELETE", "/boards/live_players/players/cy/watch", None, token["cy"])
+        assert status == 204
+        http("POST", "/boards/live_players/scores", {"player_id": "bob", "score": 10}, http.server)
+        http("POST", "/boards/live_players/scores", {"score": 60}, token["cy"])  # cy passes ann
+        http("POST", "/boards/live_players/scores", {"score": 70}, token["ann"])
+        with pytest.raises(TimeoutError):
+            client.next_event(1.5)
 
 
 def test_writes_and_persistence_go_on_without_the_live_side(stack: LocalStack) -> None:

@@ -22,7 +22,7 @@ from openapi_spec_validator.validation import OpenAPIV31SpecValidator
 from devstack.gateway import HttpGateway, LocalApi
 from devstack.runtime import EventLoopThread
 from devstack.template import Route, load
-from leaderboard.services import boards, reads
+from leaderboard.services import boards, reads, watches
 from tests.support.openapi_contract import (
     ContractViolation,
     check_response,
@@ -71,6 +71,7 @@ CODE_PARAMS = {
     "GET /boards/{board_id}/flags": boards._FLAGS_PARAMS,
     "GET /boards/{board_id}/hidden": boards._HIDDEN_PARAMS,
     "GET /tournaments": reads._TOURNAMENTS_PARAMS,
+    "DELETE /boards/{board_id}/players/{player_id}/watch": set(watches.UNWATCH_PARAMS),
 }
 
 

@@ -137,19 +137,32 @@ class LiveSettings:
     publish_rate: int
     run_seconds: int
     max_changed: int
+    player_namespace: str = "players"
+    max_watch_checks: int = 2000
 
     @classmethod
     def from_env(cls) -> LiveSettings:
-        namespace = os.environ.get("LIVE_NAMESPACE", "leaderboards").strip()
-        if not namespace.replace("-", "").isalnum() or not 1 <= len(namespace) <= 50:
-            raise ConfigurationError("LIVE_NAMESPACE must be 1-50 letters, digits or dashes")
+        namespace = _namespace("LIVE_NAMESPACE", "leaderboards")
+        player_namespace = _namespace("LIVE_PLAYER_NAMESPACE", "players")
+        if player_namespace == namespace:
+            raise ConfigurationError("LIVE_PLAYER_NAMESPACE must differ from LIVE_NAMESPACE")
         return cls(
             events_url=_url("LIVE_EVENTS_URL", ("https", "http")),
             namespace=namespace,
             publish_rate=_int("LIVE_PUBLISH_RATE", 4, 1, 20),
             run_seconds=_int("LIVE_RUN_SECONDS", 60, 1, 840),
             max_changed=_int("LIVE_MAX_CHANGED", 25, 0, 1000),
+            player_namespace=player_namespace,
+            max_watch_checks=_int("LIVE_MAX_WATCH_CHECKS", 2000, 1, 100_000),
         )
+
+
+def _namespace(name: str, default: str) -> str:
+    """An AppSync Events channel namespace: 1-50 letters, digits or dashes."""
+    value = os.environ.get(name, default).strip()
+    if not value.replace("-", "").isalnum() or not 1 <= len(value) <= 50:
+        raise ConfigurationError(f"{name} must be 1-50 letters, digits or dashes")
+    return value
 
 
 _LOOPBACK_HOSTS = {"127.0.0.1", "localhost", "::1"}

@@ -18,6 +18,7 @@ from leaderboard.domain.periods import (
     KEPT_ENDS,
     WEEKLY,
     Calendar,
+    current_period,
 )
 from leaderboard.domain.schedules import Schedule
 from leaderboard.domain.shards import MAX_SHARDS
@@ -111,6 +112,14 @@ class BoardConfig:
         if self.tournament is not None:
             return tournament_calendar(self.tournament)
         return board_calendar(self.schedule, self.created_at, self.ended_by_hand)
+
+    def current_period_id(self, kind: str, now: datetime) -> str:
+        """The id of the period of `kind` open at `now` (a custom kind by the board's calendar)."""
+        if kind == CUSTOM:
+            calendar = self.calendar()
+            assert calendar is not None, "a board that keeps custom periods has a calendar"
+            return calendar.period_at(now).id
+        return current_period(kind, now).id
 
     def to_script_config(self) -> dict[str, Any]:
         """The compact form the Redis scripts read; null rules are left out."""

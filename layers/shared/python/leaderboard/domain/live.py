@@ -179,3 +179,57 @@ def fit_message(
 
 def _fits(text: str, limit: int) -> bool:
     return len(text.encode()) <= limit
+
+
+PLAYER_MESSAGE_TYPE = "player.standing_changed"
+
+
+@dataclass(frozen=True, slots=True)
+class Passer:
+    """A player who passed a watching player: their entry now, and whether a friend."""
+
+    entry: LiveEntry
+    friend: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.entry.to_json(), "friend": self.friend}
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerUpdate:
+    """One watch's standing change, for the watching player's channel."""
+
+    player_id: str
+    board_id: str
+    channel: Channel
+    version: int
+    rank: int | None
+    previous_rank: int | None
+    score: int | float | None
+    top_n: int
+    events: tuple[str, ...]
+    passed_by: tuple[Passer, ...] = ()
+    passed_by_truncated: bool = False
+
+    def name(self, namespace: str = PLAYER_NAMESPACE) -> str:
+        return player_channel(self.player_id, namespace)
+
+    def to_message(self, published_at: str) -> dict[str, Any]:
+        """The event published on the player's channel (docs/API.md, "Player channels")."""
+        return {
+            "type": PLAYER_MESSAGE_TYPE,
+            "player_id": self.player_id,
+            "board_id": self.board_id,
+            "period_kind": self.channel.period_kind,
+            "period": self.channel.period_id,
+            "region": self.channel.region,
+            "version": self.version,
+            "rank": self.rank,
+            "previous_rank": self.previous_rank,
+            "score": self.score,
+            "top_n": self.top_n,
+            "events": list(self.events),
+            "passed_by": [p.to_json() for p in self.passed_by],
+            "passed_by_truncated": self.passed_by_truncated,
+            "published_at": published_at,
+        }

@@ -24,7 +24,14 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from leaderboard.domain.boards import BoardConfig
-from leaderboard.domain.live import DEFAULT_LIVE_TOP, Channel, ChannelUpdate, fit_message
+from leaderboard.domain.live import (
+    DEFAULT_LIVE_TOP,
+    PLAYER_NAMESPACE,
+    Channel,
+    ChannelUpdate,
+    PlayerUpdate,
+    fit_message,
+)
 from leaderboard.domain.periods import BOARD_PERIOD_KINDS, CUSTOM, current_period
 from leaderboard.stores.redis_live import BoardChanges, BoardChannels, LiveIndex
 
@@ -39,6 +46,7 @@ class EventPublisher(Protocol):
 class LiveReport:
     ticks: int = 0
     messages: int = 0
+    player_messages: int = 0  # of the messages, those on player channels
     published: int = 0
     failed: int = 0  # not published: the event API refused it, or did not answer
     refused: int = 0  # of those, refused (4xx): a defect or misconfiguration, never transient
@@ -74,13 +82,11 @@ def board_channels(board: dict[str, Any], now: datetime) -> BoardChannels:
     """The channels of a board from its public object, with the period ids current at `now`."""
     kinds = [k for k in BOARD_PERIOD_KINDS if k in (board.get("periods") or [])]
     regions: list[str | None] = [None, *(board.get("regions") or [])]
-    calendar = BoardConfig.from_public(board).calendar() if CUSTOM in kinds else None
+    # only a custom kind needs the whole board object (its calendar): ticks run 4 times a second
+    config = BoardConfig.from_public(board) if CUSTOM in kinds else None
 
     def period_id(kind: str) -> str:
-        if kind == CUSTOM:
-            assert calendar is not None
-            return calendar.period_at(now).id
-        return current_period(kind, now).id
+        return config.current_period_id(kind, now) if config else current_period(kind, now).id
 
     channels = tuple(Channel(kind, period_id(kind), region) for kind in kinds for region in regions)
     return BoardChannels(
@@ -99,6 +105,7 @@ class LivePublisher:
         *,
         rate: float,
         namespace: str,
+        player_namespace: str = PLAYER_NAMESPACE,
         workers: int = 8,
         catalog_seconds: float = 1.0,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
@@ -109,6 +116,7 @@ class LivePublisher:
         self.publisher = publisher
         self.interval = 1.0 / rate
         self.namespace = namespace
+        self.player_namespace = player_namespace
         self.catalog_seconds = catalog_seconds
         self.clock = clock
         self.monotonic = monotonic
@@ -126,10 +134,12 @@ class LivePublisher:
             self._catalog_at = self.monotonic()
         boards = [board_channels(b, now) for b in self._catalog]
         report.ticks += 1
-        updates: list[ChannelUpdate] = []
+        updates: list[ChannelUpdate | PlayerUpdate] = []
         for board, result in zip(boards, self.index.changes(boards), strict=True):
             if isinstance(result, BoardChanges):
                 updates.extend(result.updates)
+                updates.extend(result.player_updates)
+                report.player_messages += len(result.player_updates)
                 report.entries_read += result.entries_read
                 report.entries_skipped += result.skipped
             else:
@@ -149,9 +159,13 @@ class LivePublisher:
             report.refused += outcome.refused
             report.note(outcome.error)
 
-    def _publish(self, update: ChannelUpdate, published_at: str) -> _Outcome:
-        channel = update.name(self.namespace)
-        text, truncated = fit_message(update.to_message(published_at), _encode)
+    def _publish(self, update: ChannelUpdate | PlayerUpdate, published_at: str) -> _Outcome:
+        if isinstance(update, PlayerUpdate):  # ten passers at most: far below any size limit
+            channel = update.name(self.player_namespace)
+            text, truncated = _encode(update.to_message(published_at)), False
+        else:
+            channel = update.name(self.namespace)
+            text, truncated = fit_message(update.to_message(published_at), _encode)
         if truncated:
             log.info("%s: message cut to the event size limit (truncated: true)", channel)
         try:

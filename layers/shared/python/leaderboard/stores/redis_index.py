@@ -57,6 +57,7 @@ from leaderboard.domain.hooks import (
     Screening,
     parse_record_field,
 )
+from leaderboard.domain.live import Channel
 from leaderboard.domain.periods import CUSTOM, Calendar, Period
 from leaderboard.domain.shards import (
     arrival_number,
@@ -120,7 +121,10 @@ def guarded(method: Callable[P, R]) -> Callable[P, R]:
 
 # Scripts that store or read tie-breaker boards get the shared functions of tiebreakers.lua;
 # those that write or read sets that may hide players, those of hidden.lua.
-_WITH_TIEBREAKERS = frozenset({"submit", "read", "players", "live", "shard_read", "visibility"})
+_WITH_TIEBREAKERS = frozenset(
+    {"submit", "read", "players", "live", "shard_read", "visibility", "watch"}
+)
+_WITH_STANDING = frozenset({"live", "watch"})
 _WITH_HIDDEN = frozenset({"submit", "read", "players", "shard_read"})
 _WITH_TEAMS = frozenset({"visibility", "delete_player"})
 
@@ -132,6 +136,8 @@ def _script(name: str) -> str:
         text = folder.joinpath("teams.lua").read_text() + text
     if name in _WITH_HIDDEN:
         text = folder.joinpath("hidden.lua").read_text() + text
+    if name in _WITH_STANDING:  # after the tie-breakers' helpers, which it uses
+        text = folder.joinpath("standing.lua").read_text() + text
     if name in _WITH_TIEBREAKERS:
         text = folder.joinpath("tiebreakers.lua").read_text() + text
     return text
@@ -169,6 +175,18 @@ class BoardKeys:
     def shadow(self, period_id: str, region: str | None = None) -> str:
         """The set's shadow: the entries of hidden players."""
         return f"{self.prefix}zh:{self.suffix(period_id, region)}"
+
+    def watches(self, period_kind: str, region: str | None = None) -> str:
+        """player -> watch, for a channel's every period (lua/standing.lua: watch_decode)"""
+        return f"{self.prefix}w:{period_kind}:{region or ''}"
+
+    def watched_ranks(self, period_id: str, region: str | None = None) -> str:
+        """player -> the rank the live publisher last knew, in one period"""
+        return f"{self.prefix}wr:{self.suffix(period_id, region)}"
+
+    def watches_due(self, period_id: str, region: str | None = None) -> str:
+        """the watches to rank again on the publisher's next call (over its budget)"""
+        return f"{self.prefix}wd:{self.suffix(period_id, region)}"
 
     @property
     def hidden(self) -> str:
@@ -235,6 +253,15 @@ class CustomPeriodsKept(Exception):
     def __init__(self, calendar: Calendar | None) -> None:
         super().__init__("the board keeps custom periods")
         self.calendar = calendar
+
+
+@dataclass(frozen=True, slots=True)
+class WatchStanding:
+    """A watched player's standing when the watch started, and the watch's friends."""
+
+    score: int | float | None
+    rank: int | None
+    friends: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -537,6 +564,7 @@ class RedisIndex:
         self._players = client.register_script(_script("players"))
         self._visibility = client.register_script(_script("visibility"))
         self._join = client.register_script(_script("join"))
+        self._watch = client.register_script(_script("watch"))
         self._purge_teams = client.register_script(_script("purge_teams"))
         # Per execution environment: the submit script's rules by board (checked on every call).
         self._rules: dict[str, WriteRules] = {}
@@ -910,6 +938,61 @@ class RedisIndex:
         if reply[1] == "not_tournament":
             raise Conflict(f"board {board_id!r} is not a tournament", board_id=board_id)
         raise TournamentRefused(reply[2])
+
+    @guarded
+    def watch(
+        self,
+        board_id: str,
+        player_id: str,
+        channel: Channel,
+        *,
+        until_ms: int,
+        top_n: int,
+        friends: tuple[str, ...] | None,
+        keep_seconds: int,
+    ) -> WatchStanding:
+        """Start or renew a player's watch of one channel (friends None: keep the watch's);
+        the player's standing now, which the publisher takes as the last rank told."""
+        keys = BoardKeys(board_id)
+        reply = self._watch(
+            keys=self._watch_keys(keys, channel),
+            args=[
+                player_id,
+                "put",
+                until_ms,
+                top_n,
+                "-" if friends is None else ",".join(friends),
+                keep_seconds,
+            ],
+        )
+        if reply[0] == "GONE":
+            raise BoardMissing(f"board {board_id!r} does not exist", board_id=board_id)
+        _, score, rank, kept = reply
+        return WatchStanding(
+            score=format_score(float(score)) if score != "" else None,
+            rank=int(rank) if rank != "" else None,
+            friends=tuple(kept.split(",")) if kept else (),
+        )
+
+    @guarded
+    def unwatch(self, board_id: str, player_id: str, channel: Channel) -> None:
+        keys = BoardKeys(board_id)
+        reply = self._watch(
+            keys=self._watch_keys(keys, channel), args=[player_id, "end", 0, 0, "", 0]
+        )
+        if reply[0] == "GONE":
+            raise BoardMissing(f"board {board_id!r} does not exist", board_id=board_id)
+
+    @staticmethod
+    def _watch_keys(keys: BoardKeys, channel: Channel) -> list[str]:
+        period, region = channel.period_id, channel.region
+        return [
+            keys.cfg,
+            keys.zset(period, region),
+            keys.members(period, region),
+            keys.watches(channel.period_kind, region),
+            keys.watched_ranks(period, region),
+        ]
 
     @guarded
     def rollover_due_at(self, board_id: str, at: datetime | None) -> None:

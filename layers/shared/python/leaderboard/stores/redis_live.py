@@ -9,17 +9,31 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from redis.exceptions import NoScriptError
 
-from leaderboard.domain.live import DEFAULT_MAX_CHANGED, Channel, ChannelUpdate, LiveEntry
+from leaderboard.domain.live import (
+    DEFAULT_MAX_CHANGED,
+    Channel,
+    ChannelUpdate,
+    LiveEntry,
+    Passer,
+    PlayerUpdate,
+)
 from leaderboard.domain.validation import format_score
 from leaderboard.stores.redis_client import RedisLike, queue_script
 from leaderboard.stores.redis_index import CATALOG_KEY, BoardKeys, _script, _tiebreakers
 
 LEASE_KEY = "lb:live:lease"
+# The watches one call ranks again on one channel at most (the rest wait for the next call):
+# what bounds a tick's script when a change crosses many watched ranks (docs/cost.md).
+DEFAULT_WATCH_CHECKS = 2000
+# Watched ranks outlive any watch (a day at most) by this much.
+WATCHED_RANKS_SECONDS = 2 * 86_400
 SUCCESSOR_KEY = "lb:live:successor"
 
 
@@ -43,15 +57,24 @@ class BoardChanges:
     updates: tuple[ChannelUpdate, ...]
     entries_read: int = 0
     skipped: int = 0
+    player_updates: tuple[PlayerUpdate, ...] = ()
 
 
 class LiveIndex:
     def __init__(
-        self, client: RedisLike, *, scan_limit: int = 5000, max_changed: int = DEFAULT_MAX_CHANGED
+        self,
+        client: RedisLike,
+        *,
+        scan_limit: int = 5000,
+        max_changed: int = DEFAULT_MAX_CHANGED,
+        max_watch_checks: int = DEFAULT_WATCH_CHECKS,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.client = client
         self.scan_limit = scan_limit
         self.max_changed = max_changed
+        self.max_watch_checks = max_watch_checks
+        self.clock = clock
         self._source = _script("live")
         # EVALSHA names a script by its SHA-1: an identifier, not a security measure.
         self._sha = hashlib.sha1(self._source.encode(), usedforsecurity=False).hexdigest()
@@ -115,8 +138,12 @@ class LiveIndex:
                 script_keys += [
                     keys.zset(channel.period_id, channel.region),
                     keys.members(channel.period_id, channel.region),
+                    keys.watches(channel.period_kind, channel.region),
+                    keys.watched_ranks(channel.period_id, channel.region),
+                    keys.watches_due(channel.period_id, channel.region),
                 ]
                 args += [channel.period_kind, channel.period_id, channel.region or ""]
+            args += [int(self.clock() * 1000), self.max_watch_checks, WATCHED_RANKS_SECONDS]
             queue_script(pipe, self.client, self._sha, script_keys, args)
         replies: list[Any] = pipe.execute(raise_on_error=False)
         if any(isinstance(r, NoScriptError) for r in replies):
@@ -172,9 +199,13 @@ def _parse(board: BoardChannels, reply: Any) -> BoardChanges:
         return BoardChanges(board.board_id, ())
     skipped, read = int(reply[1]), int(reply[2])
     updates = []
-    for kind, period, region, version, previous, total, top, moved, truncated, metas, tbs in reply[
-        3:
-    ]:
+    players: list[PlayerUpdate] = []
+    for item in reply[3:]:
+        kind, period, region, version, previous, total, top, moved, truncated, metas, tbs = item[
+            :11
+        ]
+        channel = Channel(kind, period, region or None)
+        players.extend(_player_update(board.board_id, channel, int(version), w) for w in item[11])
         n_top = len(top) // 3
         n_moved = len(moved) // 4
         tbs = _tiebreakers(tbs, n_top + n_moved)  # tie-breaker boards only
@@ -199,7 +230,7 @@ def _parse(board: BoardChannels, reply: Any) -> BoardChanges:
         updates.append(
             ChannelUpdate(
                 board_id=board.board_id,
-                channel=Channel(kind, period, region or None),
+                channel=channel,
                 version=int(version),
                 previous_version=int(previous) if previous else None,
                 total=int(total),
@@ -208,4 +239,31 @@ def _parse(board: BoardChannels, reply: Any) -> BoardChanges:
                 changed_truncated=bool(int(truncated)),
             )
         )
-    return BoardChanges(board.board_id, tuple(updates), entries_read=read, skipped=skipped)
+    return BoardChanges(
+        board.board_id,
+        tuple(updates),
+        entries_read=read,
+        skipped=skipped,
+        player_updates=tuple(players),
+    )
+
+
+def _player_update(board_id: str, channel: Channel, version: int, reply: Any) -> PlayerUpdate:
+    player, score, rank, told, top_n, events, more, flat = reply
+    passers = tuple(
+        Passer(_entry(flat[i], flat[i + 1], flat[i + 2], flat[i + 4]), flat[i + 3] == 1)
+        for i in range(0, len(flat), 5)
+    )
+    return PlayerUpdate(
+        player_id=player,
+        board_id=board_id,
+        channel=channel,
+        version=version,
+        rank=int(rank) if rank != "" else None,
+        previous_rank=int(told) if told != "" else None,
+        score=format_score(float(score)) if score != "" else None,
+        top_n=int(top_n),
+        events=tuple(events.split(",")),
+        passed_by=passers,
+        passed_by_truncated=bool(int(more)),
+    )

@@ -8,23 +8,32 @@
 -- tell a gap. Malformed entries are skipped and counted, never retried: the live path is
 -- best-effort and must not stall on one bad entry.
 --
+-- Player channels: for a channel with watches, the watched players whose last known rank lies
+-- between where a changed player was and where it is now (widened by the number of changes, as
+-- each change moves anyone's rank by one at most) are ranked again; those whose standing
+-- changed in a way a game shows (passed, a friend passed, entered or left the top N) get a
+-- player message. So the work grows with the changes that cross watched ranks, at most
+-- `checks` watches a channel a call; the rest wait in the channel's dirty set for the next call.
+--
 -- KEYS: 1 cfg, 2 outbox stream, 3 live state hash, 4 sequence, 5 metadata hash,
---       then one (sorted set, member map) pair per channel.
+--       then per channel: sorted set, member map, watch hash, watched ranks, dirty watches.
 -- ARGV: 1 entries to read at most, 2 top size, 3 changed entries at most, 4 channel count,
---       then per channel: period kind, period id, region ('' = global).
+--       then per channel: period kind, period id, region ('' = global); then now (ms), the
+--       watches to rank again a channel at most (checks), the seconds to keep watched ranks.
 -- Returns {'GONE'} (no board), {'IDLE'} (nothing new), or {'OK', skipped, read, then per channel
 -- with a change: {kind, period, region, version, previous ('' = none), total,
 -- {player, score, rank, ...top}, {player, score ('' = removed), rank ('' = removed), previous rank
 -- ('' = none or unknown), ...changed},
 -- truncated (0/1), {metadata JSON ('' = none) for top then changed}, {tie keys for top then
--- changed ('' = none), then the board's columns as JSON: tie-breaker boards only, else empty}}}.
+-- changed ('' = none), then the board's columns as JSON: tie-breaker boards only, else empty},
+-- {per player message: {player, score ('' = none), rank ('' = none), previous told rank
+-- ('' = none), top N, events ("passed,friend_passed,..."), passers truncated (0/1),
+-- {passer, score, rank, friend (0/1), metadata JSON ('' = none), ...}}, ...}}}.
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'GONE'} end
 local cfg = cjson.decode(raw)
-local desc, first = cfg.sort == 'desc', cfg.ties == 'first'
-local spec = cfg.tb -- tie-breaker columns ("name:flipped,..."), or nil
-local ncols = spec and tb_cols(spec)
-local keyed = first or spec ~= nil
+local how = ranking(cfg)
+local desc, first, spec, ncols, keyed = how.desc, how.first, how.spec, how.ncols, how.keyed
 
 local cursor = redis.call('HGET', KEYS[3], 'cursor')
 local entries
@@ -93,25 +102,124 @@ local version = redis.call('GET', KEYS[4]) or '0'
 local top_size, max_changed = tonumber(ARGV[2]), tonumber(ARGV[3])
 local out = {'OK', skipped, #entries}
 
--- (score, rank, member) of a player, or nil without an entry
-local function rank_of(zkey, mkey, player)
+local function rank_of(zkey, mkey, player) return standing(how, zkey, mkey, player) end
+local nkeys = 5 -- keys per channel
+local now_ms = tonumber(ARGV[5 + nch * 3])
+local max_checks = tonumber(ARGV[6 + nch * 3])
+local keep_ranks = tonumber(ARGV[7 + nch * 3])
+
+-- A board that hides players ends its rules with a space (hidden.lua).
+local hides = string.byte(raw, -1) == 32
+local function in_shadow(zkey, mkey, player)
   local member = player
   if keyed then member = redis.call('HGET', mkey, player) end
-  if not member then return nil, nil end
-  local s = redis.call('ZSCORE', zkey, member)
-  if not s then return nil, nil end
-  local r
-  if first then
-    if desc then r = redis.call('ZREVRANK', zkey, member) else r = redis.call('ZRANK', zkey, member) end
-    r = r + 1
-  elseif spec then
-    r = tb_rank(zkey, desc, tb_group(member, ncols))
-  elseif desc then
-    r = redis.call('ZCOUNT', zkey, '(' .. s, '+inf') + 1
-  else
-    r = redis.call('ZCOUNT', zkey, '-inf', '(' .. s) + 1
+  if not member then return false end
+  local shadow = string.gsub(zkey, '}:z:', '}:zh:', 1)
+  return redis.call('ZSCORE', shadow, member) ~= false
+end
+
+-- The player messages of one channel's watches (see the top of this file).
+local function watched(zkey, mkey, wkeys, players, before_ranks, meta_key)
+  local whash, wrank, wdirty = wkeys[1], wkeys[2], wkeys[3]
+  if redis.call('EXISTS', whash) == 0 then return {} end
+  local count = 0
+  for _ in pairs(players) do count = count + 1 end
+  local queue, queued = {}, {}
+  local function consider(pid)
+    if not queued[pid] then queued[pid] = true; queue[#queue + 1] = pid end
   end
-  return s, r, member
+  for _, pid in ipairs(redis.call('SPOP', wdirty, max_checks)) do consider(pid) end
+  local function between(lo, hi)
+    for _, pid in ipairs(redis.call('ZRANGEBYSCORE', wrank, lo, hi)) do consider(pid) end
+  end
+  -- the changed players where they are now, by rank; a rank is moved by one a change at most
+  local movers, mover_of = {}, {}
+  for pid in pairs(players) do
+    local s, r = rank_of(zkey, mkey, pid)
+    local b = tonumber(before_ranks[pid])
+    local m = {pid = pid, rank = r, before = b, score = s}
+    mover_of[pid] = m
+    if r then movers[#movers + 1] = m end
+    if redis.call('HEXISTS', whash, pid) == 1 then consider(pid) end
+    if r and b then between(math.max(1, math.min(r, b) - count), math.max(r, b) + count)
+    elseif r then between(math.max(1, r - count), '+inf')
+    elseif b then between(math.max(1, b - count), '+inf') end
+  end
+  table.sort(movers, function(x, y) return x.rank < y.rank end)
+
+  -- m passed a player now at rank r who was at rank old: ahead now, not ahead before
+  local function passed(m, w, r, old)
+    return m.pid ~= w and m.rank < r and (m.before == nil or m.before >= old)
+  end
+  local out, ranked = {}, false
+  for i, w in ipairs(queue) do
+    if i > max_checks then -- the rest in a later call, first in line
+      for j = i, #queue do redis.call('SADD', wdirty, queue[j]) end
+      redis.call('EXPIRE', wdirty, keep_ranks)
+      break
+    end
+    local raw = redis.call('HGET', whash, w)
+    local until_ms, top_n, friends, told
+    if raw then until_ms, top_n, friends, told = watch_decode(raw) end
+    if not raw or until_ms == nil or until_ms < now_ms then -- ended or expired
+      if raw then redis.call('HDEL', whash, w) end
+      redis.call('ZREM', wrank, w)
+    else
+      local old = tonumber(redis.call('ZSCORE', wrank, w))
+      local s, r = rank_of(zkey, mkey, w)
+      if not r and hides and in_shadow(zkey, mkey, w) then
+        r = old -- hidden: the channel stays silent, as a hidden player's reads tell nothing
+      end
+      if r ~= old then
+        ranked = true
+        if r then redis.call('ZADD', wrank, r, w) else redis.call('ZREM', wrank, w) end
+        local events, by, more = {}, {}, 0
+        if r and old and r > old then
+          local fset = {}
+          for f in string.gmatch(friends, '[^,]+') do
+            fset[f] = true
+            local m = mover_of[f]
+            if m and m.rank and passed(m, w, r, old) then by[#by + 1] = {m, 1} end
+          end
+          local friends_by = #by
+          -- the others, nearest first: from the last mover ahead of the player upwards
+          local lo, hi = 1, #movers
+          while lo <= hi do
+            local mid = math.floor((lo + hi) / 2)
+            if movers[mid].rank < r then lo = mid + 1 else hi = mid - 1 end
+          end
+          for k = hi, 1, -1 do
+            local m = movers[k]
+            if not fset[m.pid] and passed(m, w, r, old) then
+              if #by >= 10 then more = 1; break end
+              by[#by + 1] = {m, 0}
+            end
+          end
+          -- a player's own write that cost it places is no pass, unless others passed it too
+          if #by > 0 or not players[w] then events[#events + 1] = 'passed' end
+          if friends_by > 0 then events[#events + 1] = 'friend_passed' end
+        end
+        if r and r <= top_n and (old == nil or old > top_n) then events[#events + 1] = 'entered_top' end
+        if old and old <= top_n and (r == nil or r > top_n) then events[#events + 1] = 'left_top' end
+        if #events > 0 then
+          local flat = {}
+          for k = 1, math.min(#by, 10) do
+            local m = by[k][1]
+            flat[#flat + 1] = m.pid
+            flat[#flat + 1] = m.score
+            flat[#flat + 1] = m.rank
+            flat[#flat + 1] = by[k][2]
+            flat[#flat + 1] = redis.call('HGET', meta_key, m.pid) or ''
+          end
+          if #by > 10 then more = 1 end
+          out[#out + 1] = {w, s or '', r or '', told, top_n, table.concat(events, ','), more, flat}
+          redis.call('HSET', whash, w, watch_encode(until_ms, top_n, friends, r or ''))
+        end
+      end
+    end
+  end
+  if ranked then redis.call('EXPIRE', wrank, keep_ranks) end
+  return out
 end
 
 for ch = 1, nch do
@@ -119,7 +227,8 @@ for ch = 1, nch do
   if players then
     local base = 5 + (ch - 1) * 3
     local kind, period, region = ARGV[base], ARGV[base + 1], ARGV[base + 2]
-    local zkey, mkey = KEYS[6 + (ch - 1) * 2], KEYS[7 + (ch - 1) * 2]
+    local zkey, mkey = KEYS[6 + (ch - 1) * nkeys], KEYS[7 + (ch - 1) * nkeys]
+    local wkeys = {KEYS[8 + (ch - 1) * nkeys], KEYS[9 + (ch - 1) * nkeys], KEYS[10 + (ch - 1) * nkeys]}
     local field = 'v:' .. kind .. ':' .. region
     local previous = redis.call('HGET', KEYS[3], field) or ''
     redis.call('HSET', KEYS[3], field, version)
@@ -175,7 +284,8 @@ for ch = 1, nch do
     end
     if spec then tbs[#tbs + 1] = spec end -- what the caller decodes them with
     out[#out + 1] = {kind, period, region, version, previous, redis.call('ZCARD', zkey),
-                     top, moved, truncated, metas, tbs}
+                     top, moved, truncated, metas, tbs,
+                     watched(zkey, mkey, wkeys, players, before[ch], KEYS[5])}
   end
 end
 return out

@@ -1,0 +1,30 @@
+-- Start, renew or end one player's watch of a board channel (docs/API.md, "Player channels").
+-- KEYS: 1 cfg, 2 the channel's sorted set, 3 its member map, 4 the channel's watch hash
+--       (player -> watch, for every period of the kind), 5 the current period's watched ranks
+--       (player -> the rank the publisher last knew).
+-- ARGV: 1 player, 2 'put' | 'end', 3 until (ms), 4 top N, 5 friends ("a,b"; '-' keeps the
+--       watch's), 6 seconds to keep the keys.
+-- Returns {'GONE'} (no board) or {'OK', score ('' = none), rank ('' = none), friends}.
+local raw = redis.call('GET', KEYS[1])
+if not raw then return {'GONE'} end
+local player = ARGV[1]
+if ARGV[2] == 'end' then
+  redis.call('HDEL', KEYS[4], player)
+  redis.call('ZREM', KEYS[5], player)
+  return {'OK', '', '', ''}
+end
+local how = ranking(cjson.decode(raw))
+local s, r = standing(how, KEYS[2], KEYS[3], player)
+local friends = ARGV[5]
+if friends == '-' then
+  local old = redis.call('HGET', KEYS[4], player)
+  friends = ''
+  if old then local _, _, kept = watch_decode(old); friends = kept end
+end
+redis.call('HSET', KEYS[4], player, watch_encode(ARGV[3], ARGV[4], friends, r or ''))
+if r then redis.call('ZADD', KEYS[5], r, player) else redis.call('ZREM', KEYS[5], player) end
+local keep = tonumber(ARGV[6])
+for i = 4, 5 do
+  if redis.call('TTL', KEYS[i]) < keep then redis.call('EXPIRE', KEYS[i], keep) end
+end
+return {'OK', s or '', r or '', friends}

@@ -1,0 +1,269 @@
+"""Player channels on the serving index (lua/watch.lua, the watch part of lua/live.lua): who is
+told they were passed, by whom, and when they entered or left the top N, checked case by case
+and against a plain model of ranks over random writes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from leaderboard.domain.live import Channel, PlayerUpdate
+from leaderboard.domain.periods import current_period
+from leaderboard.services.live import board_channels
+from leaderboard.stores.redis_index import RedisIndex
+from leaderboard.stores.redis_live import LiveIndex
+from tests.support.boards import publish
+from tests.support.live import NOW, submit
+from tests.support.reference_model import ModelBoard
+
+ALL_TIME = Channel("all-time", current_period("all-time", NOW).id, None)
+
+
+def _board(index: RedisIndex, board_id: str, **rules: Any) -> ModelBoard:
+    rules.setdefault("periods", ["all-time"])
+    rules.setdefault("mode", "best")
+    return ModelBoard(publish(index, board_id, **rules))
+
+
+def _watch(
+    index: RedisIndex, board_id: str, player: str, top_n: int = 3, friends: tuple[str, ...] = ()
+) -> int | None:
+    standing = index.watch(
+        board_id,
+        player,
+        ALL_TIME,
+        until_ms=UTC_MS_NOW_PLUS,
+        top_n=top_n,
+        friends=friends,
+        keep_seconds=3600,
+    )
+    return standing.rank
+
+
+UTC_MS_NOW_PLUS = 2**52  # a watch that does not expire during a test
+
+
+def _tick(live: LiveIndex, board_id: str) -> dict[str, PlayerUpdate]:
+    (public,) = [b for b in live.catalog() if b["board_id"] == board_id]
+    (result,) = live.changes([board_channels(public, NOW)])
+    assert not isinstance(result, Exception), result
+    found = {u.player_id: u for u in result.player_updates}
+    assert len(found) == len(result.player_updates), "one message per watch per tick"
+    return found
+
+
+def test_a_player_passed_is_told_by_whom_with_the_old_and_new_rank(
+    index: RedisIndex, board_id: str
+) -> None:
+    model = _board(index, board_id)
+    live = LiveIndex(index.client)
+    for player, score in (("ada", 50), ("bob", 40), ("cy", 30), ("dee", 20)):
+        submit(index, model, board_id, player, score, metadata={"name": player.title()})
+    _tick(live, board_id)
+    assert _watch(index, board_id, "cy", top_n=10, friends=("dee",)) == 3
+    submit(index, model, board_id, "dee", 45)  # from 4th to 2nd: passes cy and bob
+    (update,) = _tick(live, board_id).values()
+    message = update.to_message("t")
+    assert message["player_id"] == "cy" and message["type"] == "player.standing_changed"
+    assert (message["previous_rank"], message["rank"], message["score"]) == (3, 4, 30)
+    assert message["events"] == ["passed", "friend_passed"]
+    assert message["passed_by"] == [
+        {"rank": 2, "player_id": "dee", "score": 45, "metadata": {"name": "Dee"}, "friend": True}
+    ]
+    assert update.name().startswith("/players/P")
+    # nobody else moved: the next tick says nothing to cy
+    submit(index, model, board_id, "ada", 60)
+    assert _tick(live, board_id) == {}
+
+
+def test_entering_and_leaving_the_top_n_and_own_writes_never_pass(
+    index: RedisIndex, board_id: str
+) -> None:
+    model = _board(index, board_id)
+    live = LiveIndex(index.client)
+    for player, score in (("ada", 50), ("bob", 40), ("cy", 30), ("dee", 20)):
+        submit(index, model, board_id, player, score)
+    _tick(live, board_id)
+    _watch(index, board_id, "cy", top_n=3)
+    _watch(index, board_id, "dee", top_n=3)
+    _watch(index, board_id, "eve", top_n=3)  # no entry yet
+    submit(index, model, board_id, "dee", 35)  # dee 3rd: enters; cy 4th: passed, leaves
+    updates = _tick(live, board_id)
+    assert updates["dee"].events == ("entered_top",)
+    assert (updates["dee"].previous_rank, updates["dee"].rank) == (4, 3)
+    assert updates["cy"].events == ("passed", "left_top")
+    assert [p.entry.player_id for p in updates["cy"].passed_by] == ["dee"]
+    submit(index, model, board_id, "eve", 100)  # a first score at the top
+    updates = _tick(live, board_id)
+    assert updates["eve"].events == ("entered_top",)
+    assert (updates["eve"].previous_rank, updates["eve"].rank) == (None, 1)
+    assert updates["dee"].events == ("passed", "left_top")
+    assert updates["cy"].events == ("passed",)  # was 4th, now 5th: passed by a newcomer
+    assert updates["cy"].previous_rank == 4 and updates["cy"].rank == 5
+
+
+def test_an_ended_or_expired_watch_is_told_nothing(index: RedisIndex, board_id: str) -> None:
+    model = _board(index, board_id)
+    live = LiveIndex(index.client)
+    for player, score in (("ada", 50), ("bob", 40)):
+        submit(index, model, board_id, player, score)
+    _tick(live, board_id)
+    index.watch(
+        board_id, "bob", ALL_TIME, until_ms=1, top_n=1, friends=None, keep_seconds=3600
+    )  # long expired
+    _watch(index, board_id, "ada", top_n=1)
+    index.unwatch(board_id, "ada", ALL_TIME)
+    submit(index, model, board_id, "cy", 70)
+    assert _tick(live, board_id) == {}
+
+
+def test_friends_are_kept_when_a_renewal_leaves_them_out(index: RedisIndex, board_id: str) -> None:
+    _board(index, board_id)
+    first = index.watch(
+        board_id,
+        "ada",
+        ALL_TIME,
+        until_ms=UTC_MS_NOW_PLUS,
+        top_n=5,
+        friends=("bob", "cy"),
+        keep_seconds=60,
+    )
+    renewed = index.watch(
+        board_id,
+        "ada",
+        ALL_TIME,
+        until_ms=UTC_MS_NOW_PLUS,
+        top_n=5,
+        friends=None,
+        keep_seconds=60,
+    )
+    assert first.friends == renewed.friends == ("bob", "cy")
+    assert first.rank is None and first.score is None
+
+
+def test_a_tick_ranks_at_most_its_budget_and_the_rest_are_told_next(
+    index: RedisIndex, board_id: str
+) -> None:
+    model = _board(index, board_id)
+    live = LiveIndex(index.client, max_watch_checks=3)
+    for i in range(8):
+        submit(index, model, board_id, f"w{i}", 10 + i)
+    _tick(live, board_id)
+    for i in range(8):
+        _watch(index, board_id, f"w{i}", top_n=1)
+    submit(index, model, board_id, "top", 1000)  # passes all eight
+    told = set(_tick(live, board_id))
+    assert len(told) <= 3
+    submit(index, model, board_id, "low", 1)  # any change: the rest are ranked again
+    for _ in range(4):
+        told |= set(_tick(live, board_id))
+        submit(index, model, board_id, "low", 2 + len(told))
+    assert told == {f"w{i}" for i in range(8)}
+
+
+WRITES = st.lists(
+    st.lists(
+        st.tuples(st.sampled_from(["p1", "p2", "p3", "p4", "p5", "p6", "p7"]), st.integers(0, 30)),
+        min_size=1,
+        max_size=6,
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ticks=WRITES, ties=st.sampled_from(["shared", "first"]))
+def test_messages_match_a_model_of_ranks_over_random_writes(
+    index: RedisIndex, ticks: list[list[tuple[str, int]]], ties: str
+) -> None:
+    """For every watcher and tick: a message exactly when the standing changed in a way listed,
+    with the model's ranks; passers are writers of the tick now ahead; every writer who was
+    behind (or absent) at the tick's start and is now ahead is listed."""
+    import uuid
+
+    board_id = f"w-{uuid.uuid4().hex[:10]}"
+    model = _board(index, board_id, ties=ties)
+    live = LiveIndex(index.client)
+    watchers = {"p1": 2, "p3": 3, "p5": 1, "p7": 4}  # player -> top N
+    told: dict[str, int | None] = {}
+    for player, top_n in watchers.items():
+        told[player] = _watch(index, board_id, player, top_n=top_n, friends=("p2",))
+    ranks, scores = _ranks(model), _scores(model)
+    for writes in ticks:
+        for player, score in writes:
+            submit(index, model, board_id, player, score)
+        updates = _tick(live, board_id)
+        after, scores_after = _ranks(model), _scores(model)
+        # the tick's changes: a write that leaves a best score as it was changes nothing
+        writers = {p for p, _ in writes if scores.get(p) != scores_after.get(p)}
+        for watcher, top_n in watchers.items():
+            old, new = ranks.get(watcher), after.get(watcher)
+            events = []
+            if old is not None and new is not None and new > old and watcher not in writers:
+                events.append("passed")
+            if new is not None and new <= top_n and (old is None or old > top_n):
+                events.append("entered_top")
+            if old is not None and old <= top_n and (new is None or new > top_n):
+                events.append("left_top")
+            update = updates.get(watcher)
+            # a watcher that wrote and still lost places: passed when others are named
+            maybe = old is not None and new is not None and new > old and watcher in writers
+            if maybe and update is not None and update.passed_by:
+                events.insert(0, "passed")
+            if not events:
+                assert update is None, (watcher, old, new, update)
+                continue
+            assert update is not None, (watcher, old, new, events)
+            assert [e for e in update.events if e != "friend_passed"] == events
+            assert (update.previous_rank, update.rank) == (told[watcher], new)
+            told[watcher] = new
+            if "passed" in events:
+                assert old is not None and new is not None
+                listed = {p.entry.player_id for p in update.passed_by}
+                ahead = {w for w in writers if w != watcher and after[w] < new}
+                assert listed <= ahead
+                surely = {w for w in ahead if ranks.get(w) is None or ranks[w] > old}
+                assert maybe or surely <= listed
+                assert ("friend_passed" in update.events) == ("p2" in listed)
+        ranks, scores = after, scores_after
+
+
+def _scores(model: ModelBoard) -> dict[str, float]:
+    return {
+        row.player: row.score for row in model.ordered(current_period("all-time", NOW).id, None)
+    }
+
+
+def _ranks(model: ModelBoard) -> dict[str, int]:
+    """The model's ranks on the all-time board, as the reads give them."""
+    period = current_period("all-time", NOW).id
+    rows = model.ordered(period, None)
+    return {row.player: model.rank_of(rows, i) for i, row in enumerate(rows)}
+
+
+def test_a_hidden_watcher_is_told_nothing_and_the_others_see_the_public_board(
+    index: RedisIndex, board_id: str
+) -> None:
+    """Hiding is a shadow ban: the hidden player's channel must not say `rank: null` (their
+    reads never tell them), while the others move up as the public board shows."""
+    import uuid
+
+    model = _board(index, board_id)
+    live = LiveIndex(index.client)
+    for player, score in (("ann", 50), ("bob", 40), ("cy", 30)):
+        submit(index, model, board_id, player, score)
+    _tick(live, board_id)
+    _watch(index, board_id, "ann", top_n=1)
+    _watch(index, board_id, "bob", top_n=1)
+    index.set_hidden(board_id, "ann", True, event_id=str(uuid.uuid4()), now_ms=1)
+    updates = _tick(live, board_id)
+    assert set(updates) == {"bob"}
+    assert (updates["bob"].previous_rank, updates["bob"].rank) == (2, 1)
+    assert updates["bob"].events == ("entered_top",)
+    submit(index, model, board_id, "cy", 100)  # passes everyone, ann included
+    assert set(_tick(live, board_id)) == {"bob"}
