@@ -474,14 +474,21 @@ export class BoardSubscription extends Subscription<BoardMessage> {
 
   start(): void {
     void this.enqueue(async () => {
-      const board = this.board ?? (await this.client.getBoard(this.options.boardId));
+      let board = this.board;
+      if (!board) {
+        try {
+          board = await this.client.getBoard(this.options.boardId);
+        } catch (error) {
+          // No board, no channel: say so, and stop (a new subscription tries again).
+          this.setStatus("refused", error instanceof Error ? error.message : String(error));
+          throw error;
+        }
+      }
       this.board = board;
       const kind = this.options.periodKind ?? "all-time";
       const region = this.options.region ? `/${this.options.region}` : "";
       const { httpHost, apiKey } = this.connection.endpoint;
       this.register(`${board.live_channel}/${kind}${region}`, () => ({ host: httpHost, "x-api-key": apiKey }));
-    }).then(() => {
-      if (!this.registrationId && !this.stopped) this.startPolling();
     });
   }
 
