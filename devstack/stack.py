@@ -347,7 +347,10 @@ class LocalStack:
         for name, spec in self.template.functions.items():
             env = spec.resolved_environment(self.env)
             self.pools[name] = FunctionPool(spec, env, self.config.concurrency, self._loop.loop)
-        threads = [threading.Thread(target=p.warm) for p in self.pools.values()]
+        # A function nothing here triggers (the migrations, run by the deploy; the channel
+        # authorizer, AppSync's) starts its worker on its first `make invoke`, not with the stack.
+        triggered = [p for name, p in self.pools.items() if self.template.functions[name].events]
+        threads = [threading.Thread(target=p.warm) for p in triggered]
         for t in threads:
             t.start()
         for t in threads:
