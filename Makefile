@@ -18,6 +18,7 @@ help:
 	@echo "make test-fast   the tests that need no server, in seconds (the inner loop)"
 	@echo "make test-random the whole suite twice, each time in a new random order"
 	@echo "make token   print bearer tokens for the local stack"
+	@echo "make js-client   build clients/js (npm ci + tsc; make run and make test do it)"
 	@echo "make invoke FN=api_read EVENT=events/api_read_entries.json  run one function (stack running)"
 	@echo "make build   sam build (python3.13/arm64 layers, no Docker needed)"
 	@echo "make sam-invoke FN=api_read EVENT=events/api_read_entries.json  sam local invoke in Docker"
