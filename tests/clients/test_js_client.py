@@ -1,7 +1,8 @@
 """clients/js against the local stack started as a newcomer starts it (`make run`, which also
 builds the client): node's own test runner runs clients/js/test/*.test.js, told where the API
 and the live updates are and given tokens, one run per file so a failure names its part:
-every route, each error type, a board channel's reconnect and gap, the player channels."""
+every route, each error type, a board channel's reconnect and gap, the player channels (and,
+without the stack, what a scripted socket and fetch show: keep-alive timeout, watch renewal)."""
 
 from __future__ import annotations
 
@@ -65,7 +66,13 @@ def node_env(stack: Stack) -> dict[str, str]:
 
 
 def test_the_node_tests_are_found() -> None:
-    assert TEST_FILES == ["errors.test.js", "live.test.js", "player.test.js", "routes.test.js"]
+    assert TEST_FILES == [
+        "errors.test.js",  # each error type, the retries on 429 and 503
+        "live.test.js",  # board channels: updates, a reconnect, a gap
+        "offline.test.js",  # scripted socket and fetch: keep-alive timeout, watch renewal
+        "player.test.js",  # the watch routes and a player channel: a gap, a reconnect
+        "routes.test.js",  # every other route
+    ]
 
 
 @pytest.mark.parametrize("test_file", TEST_FILES)
