@@ -67,6 +67,7 @@ SLOW_FIRST = (  # longest first (worker-seconds of a fresh-clone run, 2026-11-26
     "e2e/test_cluster_stack.py",  # 56
     "functions/test_bad_input.py",  # ~51
     "chaos/test_chaos_cluster.py",  # 49
+    "clients/test_python_client.py",  # ~40 (one make run stack)
     "benchmarks/test_bench_live_smoke.py",  # 45
     "clients/test_js_client.py",  # ~45 (make run, then node --test)
     "services/test_reference_model.py",  # ~40 (12 examples)

@@ -267,3 +267,19 @@ def test_a_hidden_watcher_is_told_nothing_and_the_others_see_the_public_board(
     assert updates["bob"].events == ("entered_top",)
     submit(index, model, board_id, "cy", 100)  # passes everyone, ann included
     assert set(_tick(live, board_id)) == {"bob"}
+
+
+def test_a_renewal_keeps_the_chain_and_a_pass_not_yet_told_is_still_told(
+    index: RedisIndex, board_id: str
+) -> None:
+    """A watch renewed between a pass and the tick that tells it must not swallow it."""
+    model = _board(index, board_id)
+    live = LiveIndex(index.client)
+    for player, score in (("ann", 50), ("bob", 40)):
+        submit(index, model, board_id, player, score)
+    _tick(live, board_id)
+    assert _watch(index, board_id, "ann", top_n=1) == 1
+    submit(index, model, board_id, "cy", 70)  # passes ann: not told yet
+    assert _watch(index, board_id, "ann", top_n=1) == 2  # renewed: the standing now
+    (update,) = _tick(live, board_id).values()
+    assert (update.previous_rank, update.rank, update.events) == (1, 2, ("passed", "left_top"))

@@ -39,6 +39,7 @@ class WatchIndex(Protocol):
         top_n: int,
         friends: tuple[str, ...] | None,
         keep_seconds: int,
+        now_ms: int | None = None,
     ) -> WatchStanding: ...
 
     def unwatch(self, board_id: str, player_id: str, channel: Channel) -> None: ...
@@ -75,6 +76,7 @@ class WatchService:
             top_n=request.top_n,
             friends=request.friends,
             keep_seconds=MAX_TTL_SECONDS,
+            now_ms=int(now.timestamp() * 1000),
         )
         return {
             "board_id": board_id,

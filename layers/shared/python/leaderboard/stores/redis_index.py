@@ -950,9 +950,11 @@ class RedisIndex:
         top_n: int,
         friends: tuple[str, ...] | None,
         keep_seconds: int,
+        now_ms: int | None = None,
     ) -> WatchStanding:
         """Start or renew a player's watch of one channel (friends None: keep the watch's);
-        the player's standing now, which the publisher takes as the last rank told."""
+        the player's standing now. A new watch starts its chain of messages there; a renewal
+        (the watch had not expired at `now_ms`) keeps its chain (lua/watch.lua)."""
         keys = BoardKeys(board_id)
         reply = self._watch(
             keys=self._watch_keys(keys, channel),
@@ -963,6 +965,7 @@ class RedisIndex:
                 top_n,
                 "-" if friends is None else ",".join(friends),
                 keep_seconds,
+                int(time.time() * 1000) if now_ms is None else now_ms,
             ],
         )
         if reply[0] == "GONE":

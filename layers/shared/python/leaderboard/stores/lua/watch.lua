@@ -3,7 +3,10 @@
 --       (player -> watch, for every period of the kind), 5 the current period's watched ranks
 --       (player -> the rank the publisher last knew).
 -- ARGV: 1 player, 2 'put' | 'end', 3 until (ms), 4 top N, 5 friends ("a,b"; '-' keeps the
---       watch's), 6 seconds to keep the keys.
+--       watch's), 6 seconds to keep the keys, 7 now (ms).
+-- A renewal (the watch exists and has not expired) keeps the rank last told and the rank the
+-- publisher last knew: a pass the publisher has not told yet is still told, and the channel's
+-- previous_rank chain goes on unbroken.
 -- Returns {'GONE'} (no board) or {'OK', score ('' = none), rank ('' = none), friends}.
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'GONE'} end
@@ -15,14 +18,24 @@ if ARGV[2] == 'end' then
 end
 local how = ranking(cjson.decode(raw))
 local s, r = standing(how, KEYS[2], KEYS[3], player)
-local friends = ARGV[5]
-if friends == '-' then
-  local old = redis.call('HGET', KEYS[4], player)
-  friends = ''
-  if old then local _, _, kept = watch_decode(old); friends = kept end
+local friends, told, renewal = ARGV[5], r or '', false
+local old = redis.call('HGET', KEYS[4], player)
+if old then
+  local until_ms, _, kept, kept_told = watch_decode(old)
+  renewal = until_ms ~= nil and until_ms >= tonumber(ARGV[7])
+  if friends == '-' then friends = kept end
+  if renewal then told = kept_told end
 end
-redis.call('HSET', KEYS[4], player, watch_encode(ARGV[3], ARGV[4], friends, r or ''))
-if r then redis.call('ZADD', KEYS[5], r, player) else redis.call('ZREM', KEYS[5], player) end
+if friends == '-' then friends = '' end
+redis.call('HSET', KEYS[4], player, watch_encode(ARGV[3], ARGV[4], friends, told))
+if renewal then
+  -- a new period has no rank known yet for the player: the one now
+  if r then redis.call('ZADD', KEYS[5], 'NX', r, player) end
+elseif r then
+  redis.call('ZADD', KEYS[5], r, player)
+else
+  redis.call('ZREM', KEYS[5], player)
+end
 local keep = tonumber(ARGV[6])
 for i = 4, 5 do
   if redis.call('TTL', KEYS[i]) < keep then redis.call('EXPIRE', KEYS[i], keep) end

@@ -1,0 +1,442 @@
+"""The shapes of the API's JSON (docs/API.md, docs/openapi.json), as TypedDicts.
+
+Responses are returned as parsed JSON, not copied into objects: these types describe them for
+the type checker and the editor. Fields the API adds later are present at run time even where
+these types do not name them yet."""
+
+from __future__ import annotations
+
+from typing import Literal, NotRequired, TypedDict
+
+Score = int | float
+Metadata = dict[str, str | int | float | bool]
+PeriodKind = Literal["all-time", "daily", "weekly", "monthly", "custom"]
+
+
+# Boards ----------------------------------------------------------------------------------
+
+
+class TieBreakerColumn(TypedDict):
+    name: str
+    sort: NotRequired[Literal["asc", "desc"]]
+
+
+class ValidationHook(TypedDict):
+    target: str
+    timeout_ms: NotRequired[int]
+    on_failure: NotRequired[Literal["closed", "open"]]
+
+
+class Schedule(TypedDict):
+    cron: NotRequired[str | None]
+    timezone: NotRequired[str]
+
+
+class RewardTier(TypedDict):
+    name: str
+    ranks: NotRequired[list[int]]
+    top_percent: NotRequired[float]
+
+
+class Rewards(TypedDict):
+    top: NotRequired[int]
+    tiers: NotRequired[list[RewardTier]]
+
+
+class Tournament(TypedDict):
+    starts_at: str
+    ends_at: str
+    join_required: NotRequired[bool]
+    max_participants: NotRequired[int | None]
+    max_attempts: NotRequired[int | None]
+
+
+class BoardSettings(TypedDict, total=False):
+    """A `PUT /boards/{board_id}` body: any of these; left out keeps, null clears."""
+
+    board_id: str
+    title: str | None
+    sort: Literal["desc", "asc"]
+    mode: Literal["increment", "best", "set"]
+    periods: list[PeriodKind]
+    ties: Literal["shared", "first"]
+    max_entries: int | None
+    min_score: Score | None
+    max_score: Score | None
+    max_increment: Score | None
+    regions: list[str] | None
+    rate_limit_per_minute: int | None
+    live_top: int
+    shards: int
+    tiebreakers: list[TieBreakerColumn]
+    validation_hook: ValidationHook | None
+    teams: Literal["sum", "best"] | None
+    schedule: Schedule | None
+    rewards: Rewards | None
+    tournament: Tournament | None
+
+
+class Board(TypedDict):
+    board_id: str
+    title: str | None
+    sort: Literal["desc", "asc"]
+    mode: Literal["increment", "best", "set"]
+    periods: list[PeriodKind]
+    ties: Literal["shared", "first"]
+    max_entries: int | None
+    min_score: Score | None
+    max_score: Score | None
+    max_increment: Score | None
+    regions: list[str] | None
+    rate_limit_per_minute: int | None
+    live_top: int
+    shards: int
+    tiebreakers: list[TieBreakerColumn]
+    validation_hook: ValidationHook | None
+    teams: Literal["sum", "best"] | None
+    schedule: Schedule | None
+    ended_by_hand: list[str]
+    rewards: Rewards | None
+    tournament: Tournament | None
+    live_channel: str
+    created_at: str
+    updated_at: str
+
+
+class BoardList(TypedDict):
+    boards: list[Board]
+
+
+# Submissions -----------------------------------------------------------------------------
+
+
+class Standing(TypedDict):
+    period: str
+    region: str | None
+    score: Score
+    rank: int | None
+    previous_score: Score | None
+    previous_rank: int | None
+
+
+class SubmitResult(TypedDict):
+    board_id: str
+    player_id: str
+    event_id: str
+    applied: bool
+    version: int
+    standings: list[Standing]
+
+
+class BatchItem(TypedDict):
+    """One item of `POST .../scores/batch`; the client adds an `idempotency_key` if missing."""
+
+    player_id: str
+    score: Score
+    region: NotRequired[str | None]
+    metadata: NotRequired[Metadata | None]
+    tiebreakers: NotRequired[dict[str, int]]
+    team_id: NotRequired[str]
+    idempotency_key: NotRequired[str]
+
+
+class ErrorBody(TypedDict):
+    message: str
+    code: NotRequired[str]
+    field: NotRequired[str]
+    fields: NotRequired[list[str]]
+    retry_after: NotRequired[int]
+    reason: NotRequired[str]
+
+
+class BatchItemResult(TypedDict):
+    status: int
+    replayed: NotRequired[bool]
+    result: NotRequired[SubmitResult]
+    error: NotRequired[ErrorBody]
+
+
+class BatchResult(TypedDict):
+    board_id: str
+    results: list[BatchItemResult]
+
+
+# Reads -----------------------------------------------------------------------------------
+
+
+class Entry(TypedDict):
+    rank: int
+    player_id: str
+    score: Score
+    metadata: Metadata | None
+    tiebreakers: NotRequired[dict[str, int]]
+    hidden: NotRequired[bool]
+
+
+class EntriesPage(TypedDict):
+    board_id: str
+    period: str
+    region: str | None
+    total: int
+    entries: list[Entry]
+    by: NotRequired[str]
+    team_id: NotRequired[str]
+    degraded: NotRequired[bool]
+
+
+class PlayerStanding(TypedDict):
+    board_id: str
+    period: str
+    region: str | None
+    player_id: str
+    rank: int
+    score: Score
+    total: int
+    top_percent: float
+    metadata: Metadata | None
+    hidden: NotRequired[bool]
+    degraded: NotRequired[bool]
+
+
+class AroundWindow(TypedDict):
+    board_id: str
+    period: str
+    region: str | None
+    total: int
+    player: Entry
+    entries: list[Entry]
+    degraded: NotRequired[bool]
+
+
+class PlayersSelection(TypedDict):
+    board_id: str
+    period: str
+    region: str | None
+    total: int
+    entries: list[Entry]
+    missing: list[str]
+    degraded: NotRequired[bool]
+
+
+class PeriodStanding(TypedDict):
+    period: str
+    kind: PeriodKind
+    region: str | None
+    rank: int
+    score: Score
+    total: int
+    top_percent: float
+    hidden: NotRequired[bool]
+
+
+class PlayerStandings(TypedDict):
+    board_id: str
+    player_id: str
+    standings: list[PeriodStanding]
+    degraded: NotRequired[bool]
+
+
+class HistoryResult(TypedDict):
+    period: str
+    rank: int
+    score: Score
+    total: int
+    top_percent: float
+    hidden: NotRequired[bool]
+
+
+class PlayerHistory(TypedDict):
+    board_id: str
+    player_id: str
+    kind: PeriodKind
+    region: str | None
+    results: list[HistoryResult]
+    next: str | None
+
+
+# Periods and tournaments -----------------------------------------------------------------
+
+
+class PeriodInfo(TypedDict):
+    period: str
+    kind: PeriodKind
+    starts_at: str | None
+    ends_at: str | None
+    status: Literal["open", "closed", "archived"]
+    entries: NotRequired[int]
+
+
+class PeriodList(TypedDict):
+    board_id: str
+    periods: list[PeriodInfo]
+
+
+class PeriodEnded(TypedDict):
+    board_id: str
+    ended: PeriodInfo
+    current: PeriodInfo
+
+
+class JoinResult(TypedDict):
+    board_id: str
+    player_id: str
+    joined: bool
+    participants: int
+
+
+class TournamentInfo(TypedDict):
+    board_id: str
+    title: str | None
+    status: Literal["open", "upcoming", "ended"]
+    period: str
+    starts_at: str
+    ends_at: str
+    join_required: bool
+    max_participants: int | None
+    max_attempts: int | None
+
+
+class TournamentList(TypedDict):
+    tournaments: list[TournamentInfo]
+
+
+# Admin -----------------------------------------------------------------------------------
+
+
+class RebuildReport(TypedDict):
+    board_id: str
+    entries: int
+    sorted_sets: int
+    players: int
+    version: int
+    seconds: float
+
+
+class FlaggedSubmission(TypedDict):
+    event_id: str
+    player_id: str
+    score: Score
+    region: str | None
+    metadata: Metadata | None
+    operation: str
+    applied: bool
+    version: int
+    occurred_at: str
+    hook_verdict: str
+    hook_reason: str | None
+
+
+class FlagsPage(TypedDict):
+    board_id: str
+    verdict: str
+    player_id: str | None
+    flags: list[FlaggedSubmission]
+    next: str | None
+
+
+class HiddenPlayerResult(TypedDict):
+    board_id: str
+    player_id: str
+    hidden: bool
+    hidden_at: str
+    reason: str | None
+
+
+class HiddenPlayer(TypedDict):
+    player_id: str
+    hidden_at: str
+    reason: str | None
+
+
+class HiddenPlayersPage(TypedDict):
+    board_id: str
+    players: list[HiddenPlayer]
+    next: str | None
+
+
+class HealthCheck(TypedDict):
+    status: Literal["ok", "unreachable"]
+    latency_ms: float
+    error: NotRequired[str]
+
+
+class Health(TypedDict):
+    status: Literal["ok", "degraded"]
+    unreachable: list[str]
+    checks: dict[str, HealthCheck]
+
+
+# Player channels -------------------------------------------------------------------------
+
+
+class Watch(TypedDict):
+    board_id: str
+    player_id: str
+    period_kind: PeriodKind
+    period: str
+    region: str | None
+    top_n: int
+    friends: list[str]
+    channel: str
+    expires_at: str
+    rank: int | None
+    score: Score | None
+
+
+# Live messages ---------------------------------------------------------------------------
+
+
+class ChangedEntry(TypedDict):
+    rank: int | None
+    player_id: str
+    score: Score | None
+    metadata: Metadata | None
+    previous_rank: int | None
+    removed: NotRequired[bool]
+    tiebreakers: NotRequired[dict[str, int]]
+
+
+class BoardMessage(TypedDict):
+    """A `leaderboard.changed` message of a board channel."""
+
+    type: Literal["leaderboard.changed"]
+    board_id: str
+    period_kind: PeriodKind
+    period: str
+    region: str | None
+    version: int
+    previous_version: int | None
+    total: int
+    top: list[Entry]
+    changed: list[ChangedEntry]
+    changed_truncated: bool
+    truncated: bool
+    published_at: str
+
+
+class PassedBy(TypedDict):
+    player_id: str
+    rank: int
+    score: Score
+    metadata: Metadata | None
+    friend: bool
+
+
+class PlayerMessage(TypedDict):
+    """A `player.standing_changed` message of a player channel."""
+
+    type: Literal["player.standing_changed"]
+    player_id: str
+    board_id: str
+    period_kind: PeriodKind
+    period: str
+    region: str | None
+    version: int
+    rank: int | None
+    previous_rank: int | None
+    score: Score | None
+    top_n: int
+    events: list[Literal["passed", "friend_passed", "entered_top", "left_top"]]
+    passed_by: list[PassedBy]
+    passed_by_truncated: bool
+    published_at: str

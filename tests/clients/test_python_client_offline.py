@@ -1,0 +1,183 @@
+"""clients/python without a server: the retry policy's bounds, how answers become typed
+errors, how calls are built, the player channel's renewal rule, and the sync and asyncio clients
+offering the same methods. In `make test-fast`."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+from typing import Any
+
+import pytest
+
+from leaderboard_client import (
+    AsyncLeaderboardClient,
+    BadRequest,
+    HookUnavailable,
+    LeaderboardClient,
+    LeaderboardError,
+    LiveConfig,
+    NotFound,
+    RateLimited,
+    RejectedByHook,
+    RetryPolicy,
+    ServerError,
+    TournamentRules,
+    Unauthorized,
+    _core,
+    _live,
+    _routes,
+    aio,
+)
+from leaderboard_client.errors import error_for
+
+
+def test_retry_policy_and_retry_after() -> None:
+    policy = RetryPolicy(max_attempts=3, base_delay=0.5, max_delay=4)
+    for _ in range(50):
+        assert 0 <= (policy.delay(1, None) or 0) <= 0.5  # full jitter, doubling
+        assert 0 <= (policy.delay(2, None) or 0) <= 1.0
+        assert 2 <= (policy.delay(1, 2.0) or 0) <= 2.5  # Retry-After, plus jitter
+    assert policy.delay(3, None) is None  # attempts used up
+    assert policy.delay(1, 5.0) is None  # longer than it waits
+    assert _core.retry_after({"retry-after": "7"}) == 7
+    soon = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
+    assert 25 < (_core.retry_after({"retry-after": soon}) or 0) <= 30
+    assert _core.retry_after({}) is None and _core.retry_after({"retry-after": "soon"}) is None
+
+
+def test_a_renewal_moves_nothing_the_messages_go_on_from_the_last_one() -> None:
+    """A renewal keeps the watch's chain (docs/API.md): a change just before it is still told by
+    a message whose previous_rank is the last rank a message said, so the answer is no update
+    and does not move the last rank seen."""
+    live = LiveConfig("ws://127.0.0.1:1/event/realtime", "127.0.0.1:2", "key")
+    follower = _live.PlayerFollower(
+        live,
+        "token",
+        "b",
+        "ada",
+        period="all-time",
+        region=None,
+        top_n=None,
+        friends=None,
+        ttl_seconds=60,
+        renew_every=None,
+    )
+    assert follower.renew_every == 30  # half the time to live
+    watch: dict[str, Any] = {"channel": "/players/Pabc", "rank": 1, "score": 5}
+    follower.prepared(watch)
+    assert follower.subscribed(None).kind == "watched" and follower.last_rank == 1
+    assert follower.renewed(dict(watch)) is None
+    # a renewal keeps the chain: its answer's rank is not the last one a message said
+    assert follower.renewed(dict(watch, rank=3)) is None and follower.last_rank == 1
+    message = {
+        "type": "player.standing_changed",
+        "board_id": "b",
+        "player_id": "ada",
+        "period_kind": "all-time",
+        "region": None,
+        "rank": 3,
+        "previous_rank": 1,
+    }
+    assert follower.gap_read(message) is None  # no gap: the chain went on through the renewal
+    assert follower.gap_read(dict(message, previous_rank=2)) is not None  # a missed message
+    assert follower.gap_read(dict(message, board_id="other")) is False  # another watch's
+
+
+def test_async_client_has_the_same_methods() -> None:
+    def public(cls: type) -> dict[str, list[str]]:
+        return {
+            name: list(inspect.signature(member).parameters)
+            for name, member in inspect.getmembers(cls, inspect.isfunction)
+            if not name.startswith("_") and name not in ("close", "aclose")
+        }
+
+    sync, asynchronous = public(LeaderboardClient), public(AsyncLeaderboardClient)
+    assert sync == asynchronous
+    for name in sync:
+        if name not in ("subscribe_board", "subscribe_player", "with_token", "with_retry"):
+            assert inspect.iscoroutinefunction(getattr(AsyncLeaderboardClient, name)), name
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "kind"),
+    [
+        (400, {"message": "m", "code": "bad_request", "field": "limit"}, BadRequest),
+        (401, {"message": "Unauthorized"}, Unauthorized),
+        (404, {"message": "Not Found"}, NotFound),
+        (409, {"message": "m", "code": "tournament_rules", "reason": "full"}, TournamentRules),
+        (422, {"message": "no", "code": "rejected_by_hook"}, RejectedByHook),
+        (429, {"message": "m", "code": "rate_limited"}, RateLimited),
+        (503, {"message": "m", "code": "hook_unavailable"}, HookUnavailable),
+        (500, {"message": "Internal Server Error"}, ServerError),
+        (418, {}, LeaderboardError),
+    ],
+)
+def test_answers_become_typed_errors(status: int, body: dict[str, Any], kind: type) -> None:
+    call = _routes.get_board("arena")
+    answer = _core.Answer(status, {"retry-after": "3"}, json.dumps(body).encode())
+    with pytest.raises(LeaderboardError) as raised:
+        _core.outcome(call, answer)
+    assert type(raised.value) is kind and raised.value.status == status
+    assert raised.value.code == body.get("code") and raised.value.retry_after == 3
+    assert raised.value.body == body
+
+
+def test_error_fields() -> None:
+    error = error_for(400, {"message": "unknown", "code": "bad_request", "fields": ["x", "y"]})
+    assert error.fields == ["x", "y"] and error.field is None and str(error) == "unknown"
+    item = error_for(429, {"message": "slow down", "code": "rate_limited", "retry_after": 4})
+    assert item.retry_after == 4  # a batch item's error carries it in the body
+
+
+def test_calls_encode_paths_and_queries() -> None:
+    call = _routes.get_players(
+        "my_board", ["a@b", "c"], period="weekly", region=None, viewer=None, by=None, team=None
+    )
+    assert call.target() == "/boards/my_board/players?ids=a%40b%2Cc&period=weekly"
+    around = _routes.get_around(
+        "b", "x/y", period=None, region="EU", count=3, viewer=None, by=None, team=None
+    )
+    assert around.target() == "/boards/b/players/x%2Fy/around?region=EU&count=3"
+    submit = _routes.submit_score(
+        "b",
+        5,
+        player_id=None,
+        region=None,
+        metadata=None,
+        tiebreakers=None,
+        team_id=None,
+        idempotency_key=None,
+    )
+    assert submit.body == {"score": 5} and submit.idempotency_key
+    assert submit.headers("t", "ua")["Idempotency-Key"] == submit.idempotency_key
+    assert not _routes.end_period("b").resend and _routes.submit_scores("b", []).resend
+    with pytest.raises(TypeError):
+        _routes.get_players("b", "a,b", period=None, region=None, viewer=None, by=None, team=None)
+
+
+@pytest.mark.parametrize(
+    ("raw", "body"),
+    [
+        (b'HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n{"a":1}', b'{"a":1}'),
+        (
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b'3\r\n{"a\r\n4;x=y\r\n":1}\r\n0\r\nTrailer: z\r\n\r\n',
+            b'{"a":1}',
+        ),
+        (b'HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n{"a":1}', b'{"a":1}'),
+        (b"HTTP/1.1 204 No Content\r\n\r\n", b""),
+    ],
+)
+def test_the_asyncio_transport_reads_each_framing(raw: bytes, body: bytes) -> None:
+    async def read() -> _core.Answer:
+        reader = asyncio.StreamReader()
+        reader.feed_data(raw)
+        reader.feed_eof()
+        return await aio._read_answer(reader, "GET")
+
+    answer = asyncio.run(read())
+    assert answer.body == body and answer.status in (200, 204)
