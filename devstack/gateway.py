@@ -41,6 +41,11 @@ MAX_PAYLOAD = 10 * 1024 * 1024  # API Gateway's own limit; the handlers enforce 
 MAX_HEAD = 10 * 1024  # an HTTP API's quota for the request line and header values together
 DEMO_PAGE = Path(__file__).parent / "demo" / "index.html"
 OPENAPI = Path(__file__).resolve().parent.parent / "docs" / "openapi.json"
+# The JS client the demo page imports (`make run` builds it: clients/js/dist), served under
+# /client/: its ES modules import one another by relative names.
+JS_CLIENT = Path(__file__).resolve().parent.parent / "clients" / "js" / "dist"
+JS_CLIENT_PREFIX = "/client/"
+_JS_MODULE = re.compile(r"[a-z][a-z0-9_-]{0,63}\.js")
 _HOST = re.compile(r"(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
 Invoke = Callable[[str, dict[str, Any]], Any]
 AsyncInvoke = Callable[[str, dict[str, Any]], Awaitable[Invocation]]
@@ -156,6 +161,15 @@ class LocalApi:
         return page.replace(b"</head>", meta, 1)
 
     @staticmethod
+    def js_module(name: str) -> Reply:
+        """One module of the built JS client (a name, never a path), or 404."""
+        module = JS_CLIENT / name
+        if not _JS_MODULE.fullmatch(name) or not module.is_file():
+            return _message(404, "Not Found")
+        headers = {"content-type": "text/javascript; charset=utf-8", "cache-control": "no-cache"}
+        return Reply(200, headers, module.read_bytes())
+
+    @staticmethod
     def openapi(host: str | None) -> bytes:
         """docs/openapi.json with `servers` naming this stack, so tools pointed at the document
         call the stack that served it (relative "/" when the Host header is unusable)."""
@@ -202,6 +216,8 @@ class LocalApi:
         headers = {k.lower(): v for k, v in headers.items()}
         if method == "GET" and parts.path in ("/", "/index.html") and DEMO_PAGE.exists():
             return Reply(200, {"content-type": "text/html; charset=utf-8"}, self.demo_page())
+        if method == "GET" and parts.path.startswith(JS_CLIENT_PREFIX):
+            return self.js_module(parts.path.removeprefix(JS_CLIENT_PREFIX))
         if method == "GET" and parts.path == "/openapi.json" and OPENAPI.exists():
             body = self.openapi(headers.get("host"))
             return Reply(200, {"content-type": "application/json"}, body)

@@ -69,6 +69,7 @@ SLOW_FIRST = (  # longest first (worker-seconds of a fresh-clone run, 2026-11-26
     "chaos/test_chaos_cluster.py",  # 49
     "clients/test_python_client.py",  # ~40 (one make run stack)
     "benchmarks/test_bench_live_smoke.py",  # 45
+    "clients/test_js_client.py",  # ~45 (make run, then node --test)
     "services/test_reference_model.py",  # ~40 (12 examples)
     "benchmarks/test_bench_http_smoke.py",  # 38
     "deploy/test_template.py",  # ~35

@@ -16,6 +16,7 @@ import json
 import re
 import shutil
 import socket
+import subprocess
 import tempfile
 import threading
 import time
@@ -34,6 +35,10 @@ from devstack.servers import free_port
 from devstack.stack import LocalStack, StackConfig
 
 pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+# The modules of clients/js the page loads (it imports leaderboard.js, which imports the rest).
+CLIENT_MODULES = ("leaderboard.js", "client.js", "errors.js", "live.js", "types.js")
 
 HOW_TO_INSTALL = (
     "run `make browser` (installs Debian's chromium) and "
@@ -78,7 +83,9 @@ def chromium() -> str:
 
 
 def _started_stack() -> Iterator[LocalStack]:
-    """The whole local stack in this process, on a free port, with throwaway data."""
+    """The whole local stack in this process, on a free port, with throwaway data; the JS
+    client the page imports built first, as `make run` builds it."""
+    subprocess.run(["make", "-s", "--no-print-directory", "js-client"], cwd=ROOT, check=True)
     with pytest.MonkeyPatch.context() as env:
         for name in ("REDIS_URL", "DATABASE_URL", "SQS_ENDPOINT_URL"):
             env.delenv(name, raising=False)
@@ -140,7 +147,16 @@ def test_demo_page_drives_the_api_live(chromium: str, stack: LocalStack, tmp_pat
             page.set_default_timeout(6_000)
             errors: list[str] = []
             foreign: list[str] = []
+            modules: dict[str, int] = {}
             page.on("pageerror", lambda error: errors.append(str(error)))
+            page.on(
+                "response",
+                lambda response: (
+                    modules.__setitem__(response.url, response.status)
+                    if "/client/" in response.url
+                    else None
+                ),
+            )
             page.on(
                 "request",
                 lambda request: (
@@ -152,6 +168,7 @@ def test_demo_page_drives_the_api_live(chromium: str, stack: LocalStack, tmp_pat
             page.goto(stack.url + "/")
 
             # No boards yet: the hint, then the one-click demo board with an admin token.
+            # Everything the page does from here on goes through the JS client it imported.
             expect(page.locator("#empty-state")).to_be_visible()
             expect(page.locator("#empty-state")).to_contain_text("PUT /boards/{id}")
             page.fill("#admin-token", admin)
@@ -166,6 +183,9 @@ def test_demo_page_drives_the_api_live(chromium: str, stack: LocalStack, tmp_pat
             mode = page.locator("#live-mode")
             expect(mode).to_have_attribute("data-mode", "websocket")
             expect(mode).to_have_attribute("data-channel", f"/leaderboards/{BOARD}/all-time")
+            assert modules == {f"{stack.url}/client/{name}": 200 for name in CLIENT_MODULES}, (
+                "the page did not load clients/js from the gateway"
+            )
 
             # Three scores through the form, as a game server. Bob's name is markup: it must
             # come back as text.
