@@ -25,6 +25,8 @@ def test_player_channels_suite_runs_end_to_end_on_the_local_stack() -> None:
         connections=2,
         cost_boards=((2000, 100),),
         cost_ticks=3,
+        backlog_writes=300,
+        backlog_ticks=1,
     )
     results = player_channels.run(settings)
     (row,) = results["rows"]
@@ -34,7 +36,9 @@ def test_player_channels_suite_runs_end_to_end_on_the_local_stack() -> None:
     assert row["missed"] == 0 and row["dropped"] == 0 and row["unmatched"] == 0, row
     assert row["due_at_end"] == 0, row  # 100 watches: far below the budget of checks
     assert row["p50_ms"] > 0 and row["max_ms"] >= row["p99_ms"] >= row["p50_ms"], row
-    with_watches, without = results["script_cost"]
+    with_watches, without, backlog, backlog_without = results["script_cost"]
+    assert backlog["writes_per_call"] == 300 and backlog_without["watchers"] == 0, backlog
+    assert 0 < backlog["watch_checks_max"] <= 100, backlog
     assert with_watches["watchers"] == 100 and without["watchers"] == 0
     assert with_watches["calls"] == without["calls"] == 3
     assert 0 < with_watches["watch_checks_max"] <= 100, with_watches

@@ -327,6 +327,7 @@ CROSS_FIELD_400 = {
     "tie-breaker names must not repeat",  # distinct names: documented, not a schema keyword
     "teams cannot be exact on a sharded board: use shards 1, or no teams",
     "use by=team or team=<id>, not both",  # two query parameters: documented in words
+    "friends cannot list the player itself",  # the path's player: documented in words
     # history: `before` must be an id of the `kind` asked (docs/API.md, in words)
     *(
         f"before must be a {kind} period id, like the `next` of a {kind} page"

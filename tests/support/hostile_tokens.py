@@ -92,8 +92,10 @@ def bad_tokens(secret: str) -> dict[str, str]:
         "exp-overflows": jws(
             HS256, json.dumps(claims(exp=0)).replace('"exp": 0', '"exp": 1e400').encode(), secret
         ),
-        "nbf-future": jws(HS256, claims(nbf=int(time.time()) + 120), secret),
-        "iat-future": jws(HS256, claims(iat=int(time.time()) + 120), secret),
+        # a day ahead: the tokens are made once per secret (cached) and must stay in the future
+        # however long the suite runs after
+        "nbf-future": jws(HS256, claims(nbf=int(time.time()) + 86_400), secret),
+        "iat-future": jws(HS256, claims(iat=int(time.time()) + 86_400), secret),
         "iat-a-list": jws(HS256, claims(iat=[1]), secret),
         # issuer and audience
         "iss-wrong": jws(HS256, claims(iss="https://evil.example"), secret),

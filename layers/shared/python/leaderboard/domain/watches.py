@@ -43,6 +43,7 @@ def parse_period_kind(value: Any) -> str:
 
 
 def parse_optional_region(value: Any) -> str | None:
+    """A query's region: empty or left out is the global board, as on the reads."""
     return None if value is None or value == "" else require_region(value)
 
 
@@ -55,6 +56,9 @@ def parse_watch(body: Any, player_id: str) -> WatchRequest:
     unknown = sorted(set(body) - _FIELDS)
     if unknown:
         raise BadRequest(f"unknown field {unknown[0]!r}", field=unknown[0])
+    for name in ("period", "friends"):  # `null` is no way to ask for the default: leave it out
+        if name in body and body[name] is None:
+            raise BadRequest(f"{name} may be left out, not null", field=name)
     friends = body.get("friends")
     if friends is not None:
         if not isinstance(friends, list) or len(friends) > MAX_FRIENDS:
@@ -70,7 +74,7 @@ def parse_watch(body: Any, player_id: str) -> WatchRequest:
     ttl = body.get("ttl_seconds", DEFAULT_TTL_SECONDS)
     return WatchRequest(
         period_kind=parse_period_kind(body.get("period")),
-        region=parse_optional_region(body.get("region")),
+        region=None if body.get("region") is None else require_region(body["region"]),
         top_n=require_int(top_n, "top_n", minimum=1, maximum=MAX_TOP_N),
         friends=friends,
         ttl_seconds=require_int(
