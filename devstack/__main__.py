@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from devstack import tokens
-from devstack.stack import LocalStack, StackConfig, default_data_dir
-from devstack.template import ROOT, load
+# Only what every command needs: `invoke` runs once per event, and the stack's servers, their
+# clients and the token library would double its start for nothing.
+from devstack.template import ROOT, default_data_dir, load
 
 
 def stop_on_signals() -> list[int]:
@@ -36,6 +36,8 @@ def run(_: argparse.Namespace) -> int:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     received = stop_on_signals()
+    from devstack.stack import LocalStack, StackConfig
+
     stack = LocalStack(StackConfig())
     stack.start()
     print(
@@ -58,6 +60,8 @@ def run(_: argparse.Namespace) -> int:
 
 
 def token(args: argparse.Namespace) -> int:
+    from devstack import tokens
+
     secret = tokens.local_secret(default_data_dir())
     if args.sub:
         print(tokens.mint(secret, args.sub, args.scope or ""))

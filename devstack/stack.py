@@ -36,7 +36,7 @@ from devstack.servers import (
     free_port,
     postgres_data_dir,
 )
-from devstack.template import ROOT, Template, load
+from devstack.template import Template, default_data_dir, load
 from devstack.webhook_receiver import PATH as WEBHOOK_PATH
 from devstack.webhook_receiver import WebhookReceiver
 
@@ -50,10 +50,6 @@ STATE_FILE = "stack.json"
 # Functions whose scheduled run is a long loop (about a minute) that hands over to the next run:
 # started at once (clients expect live updates from the first second) and never waited for.
 LOOPING_SCHEDULES = {"LivePublisherFunction"}
-
-
-def default_data_dir() -> Path:
-    return Path(os.environ.get("LOCAL_DATA_DIR") or ROOT / ".local").resolve()
 
 
 @dataclass

@@ -5,6 +5,7 @@ The local stack routes requests from this, so there is no second route table to 
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,3 +171,8 @@ def load(path: Path = TEMPLATE) -> Template:
 
 def _ref(value: Any) -> str:
     return value["Ref"] if isinstance(value, dict) and "Ref" in value else str(value)
+
+
+def default_data_dir() -> Path:
+    """Where the local stack keeps its data and state (`LOCAL_DATA_DIR`, default `.local`)."""
+    return Path(os.environ.get("LOCAL_DATA_DIR") or ROOT / ".local").resolve()
