@@ -499,30 +499,28 @@ async def serve_forever(
 
 
 def player_check_from_env() -> Callable[[str, str, bool], str | None] | None:
-    """Who may subscribe to a player channel, by the local token rules; None without
-    JWT_SECRET (then nobody may)."""
+    """Who may subscribe to a player channel: the very decision of the AWS authorizer
+    (leaderboard/api/channel_auth.py), with the local token rules; None without JWT_SECRET
+    (then nobody may)."""
     if not os.environ.get("JWT_SECRET"):
         return None
-    from leaderboard.api.bearer import TokenVerifier, bearer_token
-    from leaderboard.domain.errors import DomainError
-    from leaderboard.domain.live import player_channel
+    from leaderboard.api.bearer import TokenVerifier
+    from leaderboard.api.channel_auth import SUBSCRIBE, decide
     from leaderboard.settings import TokenSettings
 
     verifier = TokenVerifier(TokenSettings.from_env())
 
     def check(authorization: str, key: str, wildcard: bool) -> str | None:
-        token = bearer_token(authorization)
-        if token is None:
-            return "Authorization must be 'Bearer <token>'"
-        try:
-            caller = verifier.caller(token)
-        except DomainError as exc:
-            return f"invalid token: {exc}"
-        if caller.is_server:
-            return None
-        if wildcard or key != player_channel(caller.subject, PLAYER_NAMESPACE):
-            return "a player's token may subscribe only to that player's own channel"
-        return None
+        request = {
+            "authorizationToken": authorization,
+            "requestContext": {
+                "operation": SUBSCRIBE,
+                "channelNamespaceName": PLAYER_NAMESPACE,
+                "channel": f"{key}/*" if wildcard else key,
+            },
+        }
+        decision = decide(request, verifier, namespace=PLAYER_NAMESPACE)
+        return None if decision.authorized else decision.reason
 
     return check
 
