@@ -102,7 +102,19 @@ local version = redis.call('GET', KEYS[4]) or '0'
 local top_size, max_changed = tonumber(ARGV[2]), tonumber(ARGV[3])
 local out = {'OK', skipped, #entries}
 
-local function rank_of(zkey, mkey, player) return standing(how, zkey, mkey, player) end
+-- A player's standing on a set, read once a call: this script never writes the board's sets,
+-- and a changed player is ranked both for its channel's message and for the watches.
+local standings = {}
+local function rank_of(zkey, mkey, player)
+  local key = zkey .. '\n' .. player
+  local hit = standings[key]
+  if hit == nil then
+    local s, r, member = standing(how, zkey, mkey, player)
+    hit = {s or false, r or false, member or false}
+    standings[key] = hit
+  end
+  return hit[1] or nil, hit[2] or nil, hit[3] or nil
+end
 local nkeys = 5 -- keys per channel
 local now_ms = tonumber(ARGV[5 + nch * 3])
 local max_checks = tonumber(ARGV[6 + nch * 3])
