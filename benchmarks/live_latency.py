@@ -504,12 +504,15 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
     for row in results["rows"]:
         rate = f"{row['writes_per_s']:g}"
         name = f"p99 write→message ≤ 1 s at {rate} writes/s, {row['subscribers']} subscribers"
-        p99 = row["p99_ms"]
-        met = not math.isnan(p99) and p99 <= TARGET_P99_MS and row["missed"] == 0
-        out.append(
-            {"target": name, "value": p99, "goal": f"<= {TARGET_P99_MS:g} ms", "met": bool(met)}
-        )
+        out.append(p99_target(name, row))
     return out
+
+
+def p99_target(name: str, row: dict[str, Any]) -> dict[str, Any]:
+    """A latency row against the one-second p99, met only with nothing missed."""
+    p99 = row["p99_ms"]
+    met = not math.isnan(p99) and p99 <= TARGET_P99_MS and row["missed"] == 0
+    return {"target": name, "value": p99, "goal": f"<= {TARGET_P99_MS:g} ms", "met": bool(met)}
 
 
 def main() -> int:
