@@ -152,3 +152,28 @@ def test_relay_function_rebuilds_a_board_redis_lost_and_says_so(
     assert board_id in report["rebuilt"]
     entries = api.call("GET", f"/boards/{board_id}/entries").json()["entries"]
     assert [(e["player_id"], e["score"]) for e in entries] == [("p", 7)]
+
+
+def test_an_admin_removal_is_for_the_live_publisher_alone(
+    api, sqs, queue_url, admin_token, server_token, database_url, board_id
+):
+    """A removal goes into the outbox so live channels hear of it at once; the relay trims it
+    without sending it on (the admin route removed the player from PostgreSQL itself)."""
+    api.call("PUT", f"/boards/{board_id}", {}, token=admin_token)
+    body = {"player_id": "gone", "score": 10}
+    assert api.call("POST", f"/boards/{board_id}/scores", body, token=server_token).status == 200
+    _persist(api, sqs, queue_url)
+    assert api.call("DELETE", f"/boards/{board_id}/players/gone", token=admin_token).status == 204
+    index = vars(sys.modules["lambda_ApiWriteFunction_app"])["scores"].index
+    entries = index.outbox_entries(board_id, older_than_ms=2**62, count=10)
+    assert [result.operation for _, result, _ in entries][-1] == "remove"
+    relay = OutboxRelay(
+        index,
+        StandingsStore(Database(database_url)),
+        SqsScoreQueue(sqs.client(), queue_url),
+        min_age_ms=0,
+    )
+    report = relay.run([board_id])
+    assert (report.scanned, report.sent) == (1, 0)  # the write, stored; the removal: not an event
+    assert index.client.xlen(BoardKeys(board_id).outbox) == 0
+    assert _score(database_url, board_id, "gone") is None

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from leaderboard.domain.live import Channel, PlayerUpdate
 from leaderboard.domain.periods import current_period
+from leaderboard.domain.submissions import Submission
 from leaderboard.services.live import board_channels
 from leaderboard.stores.redis_index import RedisIndex
 from leaderboard.stores.redis_live import LiveIndex
@@ -163,74 +164,202 @@ def test_a_tick_ranks_at_most_its_budget_and_the_rest_are_told_next(
     assert told == {f"w{i}" for i in range(8)}
 
 
-WRITES = st.lists(
-    st.lists(
-        st.tuples(st.sampled_from(["p1", "p2", "p3", "p4", "p5", "p6", "p7"]), st.integers(0, 30)),
-        min_size=1,
-        max_size=6,
+def test_passed_by_names_only_who_was_behind_before_the_tick(
+    index: RedisIndex, board_id: str
+) -> None:
+    """A friend ahead all along who moves within the tick passed nobody (issue 36, 1): a2
+    passes bob and ada, then bob, ahead of ada throughout, moves 760 -> 765."""
+    model = _board(index, board_id)
+    live = LiveIndex(index.client)
+    for player, score in (("bob", 760), ("ada", 750), ("a2", 700)):
+        submit(index, model, board_id, player, score)
+    _tick(live, board_id)
+    assert _watch(index, board_id, "ada", top_n=10, friends=("bob",)) == 2
+    submit(index, model, board_id, "a2", 800)  # passes bob and ada
+    submit(index, model, board_id, "bob", 765)  # was 3rd after a2's write: not a pass of ada's
+    (update,) = _tick(live, board_id).values()
+    assert (update.previous_rank, update.rank, update.events) == (2, 3, ("passed",))
+    assert [p.entry.player_id for p in update.passed_by] == ["a2"]
+
+
+def test_writes_before_a_watch_started_pass_nobody(index: RedisIndex, board_id: str) -> None:
+    """On a board the publisher has not read yet, the writes made before the watch are no
+    passes (issue 36, 2): a1 scores, ada scores, ada watches (2nd), then bob passes her."""
+    model = _board(index, board_id)
+    live = LiveIndex(index.client)
+    submit(index, model, board_id, "a1", 90)
+    submit(index, model, board_id, "ada", 50)
+    assert _watch(index, board_id, "ada", top_n=10) == 2
+    submit(index, model, board_id, "bob", 60)
+    (update,) = _tick(live, board_id).values()  # the first read of this board's outbox
+    assert (update.previous_rank, update.rank, update.events) == (2, 3, ("passed",))
+    assert [p.entry.player_id for p in update.passed_by] == ["bob"]
+
+
+def test_an_admin_removal_is_told_on_the_next_tick(index: RedisIndex, board_id: str) -> None:
+    """Removing a player is a change like a write (issue 36, 3): the removed watcher hears
+    `left_top` with no rank and score, and the one behind moves up, on the very next tick."""
+    model = _board(index, board_id)
+    live = LiveIndex(index.client)
+    for player, score in (("ada", 50), ("bob", 40)):
+        submit(index, model, board_id, player, score)
+    _tick(live, board_id)
+    _watch(index, board_id, "ada", top_n=1)
+    _watch(index, board_id, "bob", top_n=1)
+    index.delete_player(board_id, "ada")
+    updates = _tick(live, board_id)
+    assert (updates["ada"].rank, updates["ada"].score, updates["ada"].events) == (
+        None,
+        None,
+        ("left_top",),
+    )
+    assert (updates["bob"].previous_rank, updates["bob"].rank) == (2, 1)
+    assert updates["bob"].events == ("entered_top",)
+
+
+# One tick of operations: a write (player, score, tie-breaker), a watch made or renewed, an
+# admin's removal of a player.
+PLAYERS = ["p1", "p2", "p3", "p4", "p5", "p6", "p7"]
+OPS = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("write"), st.sampled_from(PLAYERS), st.integers(0, 12), st.integers(0, 2)
+        ),
+        st.tuples(st.just("watch"), st.sampled_from(["p1", "p3", "p5", "p7"])),
+        st.tuples(st.just("delete"), st.sampled_from(PLAYERS)),
     ),
     min_size=1,
-    max_size=6,
+    max_size=7,
 )
+WATCHERS = {"p1": 2, "p3": 3, "p5": 1, "p7": 4}  # player -> top N; each has friend p2
+FRIEND = "p2"
 
 
-@settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+@settings(deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    ticks=st.lists(OPS, min_size=1, max_size=6),
+    ties=st.sampled_from(["shared", "first"]),
+    tiebreaker=st.booleans(),
+    watched_first=st.sets(st.sampled_from(sorted(WATCHERS))),
 )
-@given(ticks=WRITES, ties=st.sampled_from(["shared", "first"]))
 def test_messages_match_a_model_of_ranks_over_random_writes(
-    index: RedisIndex, ticks: list[list[tuple[str, int]]], ties: str
+    index: RedisIndex,
+    ticks: list[list[tuple[Any, ...]]],
+    ties: str,
+    tiebreaker: bool,
+    watched_first: set[str],
 ) -> None:
-    """For every watcher and tick: a message exactly when the standing changed in a way listed,
-    with the model's ranks; passers are writers of the tick now ahead; every writer who was
-    behind (or absent) at the tick's start and is now ahead is listed."""
+    """Every player message, field by field, against a model: a message exactly when the
+    standing changed in a way listed, with the model's ranks; `passed_by` exactly the players
+    with a change since the watch started (or the tick began) who are ahead now and were not
+    then, friends first, then nearest first. Watches start mid-tick (writes before them pass
+    nobody), renewals keep their chain, and an admin's removal is told on the next tick."""
     import uuid
 
     board_id = f"w-{uuid.uuid4().hex[:10]}"
-    model = _board(index, board_id, ties=ties)
+    rules: dict[str, Any] = {"ties": ties}
+    if tiebreaker:  # equal scores then order by the lower time
+        rules["tiebreakers"] = [{"name": "time", "sort": "asc"}]
+    model = _board(index, board_id, **rules)
     live = LiveIndex(index.client)
-    watchers = {"p1": 2, "p3": 3, "p5": 1, "p7": 4}  # player -> top N
-    told: dict[str, int | None] = {}
-    for player, top_n in watchers.items():
-        told[player] = _watch(index, board_id, player, top_n=top_n, friends=("p2",))
-    ranks, scores = _ranks(model), _scores(model)
-    for writes in ticks:
-        for player, score in writes:
-            submit(index, model, board_id, player, score)
+    period = current_period("all-time", NOW).id
+    known: dict[str, int | None] = {}  # the rank the publisher last knew, per watch
+    told: dict[str, int | None] = {}  # the rank the last message said (or the watch's start)
+    started: dict[str, int] = {}  # watch -> the operation of the tick it started at (-1: before)
+
+    def row_of(player: str) -> tuple[Any, ...] | None:
+        row = model.keys.get((period, None), {}).get(player)
+        return None if row is None else (row.score, row.tb, row.stamp)
+
+    def watch(player: str) -> None:
+        rank = _watch(index, board_id, player, top_n=WATCHERS[player], friends=(FRIEND,))
+        if player not in known:  # a renewal keeps the watch's chain
+            known[player], told[player] = rank, rank
+        assert rank == _ranks(model).get(player)
+
+    for player in sorted(watched_first):
+        watch(player)
+        started[player] = -1
+    for ops in ticks:
+        snapshots: list[dict[str, int]] = []  # the model's ranks before each operation
+        changes: list[set[str]] = []  # who each operation changed
+        for at, op in enumerate(ops):
+            snapshots.append(_ranks(model))
+            before = {p: row_of(p) for p in PLAYERS}
+            if op[0] == "write":
+                _, player, score, time = op
+                tbs = {"time": time} if tiebreaker else None
+                index.submit(
+                    board_id,
+                    Submission(player, score, None, None, tiebreakers=tbs),
+                    event_id=str(uuid.uuid4()),
+                    now_ms=int(NOW.timestamp() * 1000),
+                    periods={"all-time": current_period("all-time", NOW)},
+                    idempotency=None,
+                )
+                model.submit(player, float(score), None, None, NOW, tbs)
+            elif op[0] == "delete":
+                index.delete_player(board_id, op[1])
+                model.delete(op[1])
+            else:
+                if op[1] not in known:
+                    started[op[1]] = at
+                watch(op[1])
+            changes.append({p for p in PLAYERS if row_of(p) != before[p]})
         updates = _tick(live, board_id)
-        after, scores_after = _ranks(model), _scores(model)
-        # the tick's changes: a write that leaves a best score as it was changes nothing
-        writers = {p for p, _ in writes if scores.get(p) != scores_after.get(p)}
-        for watcher, top_n in watchers.items():
-            old, new = ranks.get(watcher), after.get(watcher)
+        now = _ranks(model)
+        for watcher in sorted(known):
+            old, new = known[watcher], now.get(watcher)
+            update = updates.get(watcher)
+            if old == new:
+                assert update is None, (watcher, old, update)
+                continue
+            known[watcher] = new
+            since = max(started[watcher], 0)  # where this tick's changes count from
+            then = snapshots[since]
+            moved = set().union(*changes[since:])
+            passers = {
+                m
+                for m in moved
+                if m != watcher
+                and m in now
+                and new is not None
+                and now[m] < new
+                and not (m in then and watcher in then and then[m] < then[watcher])
+            }
+            top_n = WATCHERS[watcher]
             events = []
-            if old is not None and new is not None and new > old and watcher not in writers:
-                events.append("passed")
+            if old is not None and new is not None and new > old:
+                if passers or watcher not in moved:
+                    events.append("passed")
+                if FRIEND in passers:
+                    events.append("friend_passed")
             if new is not None and new <= top_n and (old is None or old > top_n):
                 events.append("entered_top")
             if old is not None and old <= top_n and (new is None or new > top_n):
                 events.append("left_top")
-            update = updates.get(watcher)
-            # a watcher that wrote and still lost places: passed when others are named
-            maybe = old is not None and new is not None and new > old and watcher in writers
-            if maybe and update is not None and update.passed_by:
-                events.insert(0, "passed")
             if not events:
                 assert update is None, (watcher, old, new, update)
                 continue
             assert update is not None, (watcher, old, new, events)
-            assert [e for e in update.events if e != "friend_passed"] == events
+            assert list(update.events) == events, (watcher, update.events, events)
             assert (update.previous_rank, update.rank) == (told[watcher], new)
+            score = None if new is None else model.keys[(period, None)][watcher].score
+            assert update.score == score
             told[watcher] = new
-            if "passed" in events:
-                assert old is not None and new is not None
-                listed = {p.entry.player_id for p in update.passed_by}
-                ahead = {w for w in writers if w != watcher and after[w] < new}
-                assert listed <= ahead
-                surely = {w for w in ahead if ranks.get(w) is None or ranks[w] > old}
-                assert maybe or surely <= listed
-                assert ("friend_passed" in update.events) == ("p2" in listed)
-        ranks, scores = after, scores_after
+            listed = [p.entry.player_id for p in update.passed_by]
+            if "passed" not in events:
+                assert listed == []
+                continue
+            assert set(listed) == passers and len(listed) == len(passers), (listed, passers)
+            assert not update.passed_by_truncated
+            friends = [p for p in update.passed_by if p.friend]
+            assert [p.entry.player_id for p in friends] == [FRIEND] * (FRIEND in passers)
+            others = [p.entry.rank for p in update.passed_by[len(friends) :]]
+            assert others == sorted(others, key=lambda r: -(r or 0))  # nearest first
+            for p in update.passed_by:
+                assert p.entry.rank == now[p.entry.player_id]
+        started = dict.fromkeys(started, -1)  # from the next tick on: its start
 
 
 def _scores(model: ModelBoard) -> dict[str, float]:

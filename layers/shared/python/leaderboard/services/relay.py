@@ -7,9 +7,9 @@ after the script and before the send, or the send failed and the client never re
 relay finds the event missing from PostgreSQL and sends it. Sending twice is harmless: the
 persister stores an event id once.
 
-The outbox also carries what the live publisher alone needs: an admin hiding a player or
-showing them again (operation `hide`/`unhide`, recorded in PostgreSQL by the admin route
-itself). The relay trims those without sending them.
+The outbox also carries what the live publisher alone needs: an admin hiding a player, showing
+them again or removing them (operations `hide`/`unhide`/`remove`, recorded in PostgreSQL by the
+admin route itself). The relay trims those without sending them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from leaderboard.domain.submissions import Submission
 from leaderboard.services.scores import EventSink, build_event
 from leaderboard.stores.redis_index import RedisIndex
 
-VISIBILITY_CHANGES = frozenset({"hide", "unhide"})
+LIVE_ONLY_CHANGES = frozenset({"hide", "unhide", "remove"})
 
 
 class EventRecord(Protocol):
@@ -76,7 +76,7 @@ class OutboxRelay:
                 break
             events: list[ScoreEvent] = []
             for _, result, fields in entries:
-                if result.operation in VISIBILITY_CHANGES:
+                if result.operation in LIVE_ONLY_CHANGES:
                     continue
                 submission = Submission(
                     player_id=fields["p"],

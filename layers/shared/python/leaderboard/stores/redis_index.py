@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -122,9 +123,9 @@ def guarded(method: Callable[P, R]) -> Callable[P, R]:
 # Scripts that store or read tie-breaker boards get the shared functions of tiebreakers.lua;
 # those that write or read sets that may hide players, those of hidden.lua.
 _WITH_TIEBREAKERS = frozenset(
-    {"submit", "read", "players", "live", "shard_read", "visibility", "watch"}
+    {"submit", "read", "players", "live", "shard_read", "visibility", "watch", "delete_player"}
 )
-_WITH_STANDING = frozenset({"live", "watch"})
+_WITH_STANDING = frozenset({"live", "watch", "delete_player"})
 _WITH_HIDDEN = frozenset({"submit", "read", "players", "shard_read"})
 _WITH_TEAMS = frozenset({"visibility", "delete_player"})
 
@@ -896,7 +897,9 @@ class RedisIndex:
             board_id = shard_board_id(board_id, shard_of(player_id, shards), shards)
         keys = BoardKeys(board_id)
         removed, version = self._delete_player(
-            keys=[keys.registry, keys.meta, keys.refs, keys.seq], args=[player_id, keys.prefix]
+            keys=[keys.registry, keys.meta, keys.refs, keys.seq, keys.outbox],
+            # the removal's outbox entry, for the live publisher (lua/delete_player.lua)
+            args=[player_id, keys.prefix, int(time.time() * 1000), str(uuid.uuid4())],
         )
         return int(removed), int(version)
 
@@ -995,6 +998,7 @@ class RedisIndex:
             keys.members(period, region),
             keys.watches(channel.period_kind, region),
             keys.watched_ranks(period, region),
+            keys.seq,
         ]
 
     @guarded

@@ -52,16 +52,25 @@ for i = 0, nch - 1 do
 end
 
 -- changed[ch][player] = order of the player's latest change (higher = more recent);
--- before[ch][player] = the player's rank before the first change this call reads
-local changed, before, order, skipped = {}, {}, 0, 0
-local function mark(period, region, player, previous_rank)
+-- before[ch][player] = the player's rank before the first change this call reads;
+-- history[ch][player] = the player's changes, oldest first: {version, the entry before it},
+-- the entry being {score, rank, order ('' = unknown: older records)} or false (none, or
+-- not known: an eviction). Watches compare entries as they stood when the watch started.
+local changed, before, history, order, skipped = {}, {}, {}, 0, 0
+local function mark(period, region, player, version, prior)
   local ch = by_scope[period .. '\t' .. region]
   if ch == nil or player == nil or player == '' then return end
   order = order + 1
   changed[ch] = changed[ch] or {}
   before[ch] = before[ch] or {}
-  if changed[ch][player] == nil then before[ch][player] = previous_rank or '' end
+  history[ch] = history[ch] or {}
+  if changed[ch][player] == nil then
+    before[ch][player] = prior and prior[2] or ''
+    history[ch][player] = {}
+  end
   changed[ch][player] = order
+  local h = history[ch][player]
+  h[#h + 1] = {version, prior}
 end
 
 for _, entry in ipairs(entries) do
@@ -73,25 +82,31 @@ for _, entry in ipairs(entries) do
     skipped = skipped + 1
   else
     local head = true
+    local version = 0
     for line in string.gmatch(record, '[^\n]+') do
       if head then
         head = false
+        version = tonumber(string.match(line, '^[^\t]*\t[^\t]*\t([^\t]*)')) or 0
       else
-        -- "suffix\tscore\trank\tchanged\tprevious score\tprevious rank" /
-        -- "-\tsuffix\tplayer\tgone" (suffix = period[:region]); records written before issue 22
-        -- carry period and region in two fields, and before issue 23 no previous entry.
+        -- "suffix\tscore\trank\tchanged\tprevious score\tprevious rank[\ttie key\tteam
+        -- contribution\tprevious order]" / "-\tsuffix\tplayer\tgone" (suffix = period[:region];
+        -- the previous order: the member before, less the player, on keyed boards); records
+        -- written before issue 22 carry period and region in two fields, and before issue 23
+        -- no previous entry.
         local f = {}
         for value in string.gmatch(line .. '\t', '([^\t]*)\t') do f[#f + 1] = value end
         if f[1] == '-' then
           local period, region
           if #f == 5 then period, region = f[2], f[3]
           else period, region = string.match(f[2] or '', '^([^:]+):?(.*)$') end
-          mark(period, region, f[#f - 1]) -- evicted by max_entries
+          mark(period, region, f[#f - 1], version, false) -- evicted by max_entries
         elseif #f == 5 then
-          if f[5] == '1' then mark(f[1], f[2], player) end -- period, region
+          if f[5] == '1' then mark(f[1], f[2], player, version, false) end -- period, region
         elseif #f >= 4 and f[4] == '1' then
           local period, region = string.match(f[1], '^([^:]+):?(.*)$')
-          mark(period, region, player, f[6]) -- the player's standing changed
+          local prior = false -- the standing changed: the entry before, if it was ranked
+          if f[6] ~= nil and f[6] ~= '' and f[6] ~= '-' then prior = {f[5], f[6], f[9] or ''} end
+          mark(period, region, player, version, prior)
         end
       end
     end
@@ -132,17 +147,50 @@ local function in_shadow(zkey, mkey, player)
   return redis.call('ZSCORE', shadow, member) ~= false
 end
 
+-- Whether entry a stood strictly ahead of entry b, each {score, rank, order}: the score (on
+-- tie-breaker boards '#' and its key), and on keyed boards the member less the player, whose
+-- bytes order equal scores as the set does ('' = not known: then equal scores tie).
+local function number_of(text)
+  if string.byte(text, 1) == 35 then return unskey(string.sub(text, 2)) end -- '#': a key
+  return tonumber(text)
+end
+local function ahead(a, b)
+  local x, y = a[3], b[3]
+  if not (spec and x ~= '' and y ~= '') then -- the order starts with the score's key
+    local p, q = number_of(a[1]), number_of(b[1])
+    if p ~= q then
+      if desc then return p > q end
+      return p < q
+    end
+    if not (first and x ~= '' and y ~= '') then return false end -- equal: a shared rank
+  end
+  if desc then return bytes_lt(y, x) end -- the arrival, or the whole tuple, decides
+  return bytes_lt(x, y)
+end
+-- The entry a player's changes after version `since` started from: {score, rank, order},
+-- false (none then), or nil when none of its changes is after `since`.
+local function entry_since(changes, since)
+  if changes == nil then return nil end
+  for _, c in ipairs(changes) do
+    if c[1] > since then return c[2] end
+  end
+  return nil
+end
+
 -- The player messages of one channel's watches (see the top of this file).
-local function watched(zkey, mkey, wkeys, players, before_ranks, meta_key)
+local function watched(zkey, mkey, wkeys, players, before_ranks, changes, meta_key)
   local whash, wrank, wdirty = wkeys[1], wkeys[2], wkeys[3]
   if redis.call('EXISTS', whash) == 0 then return {} end
   local count = 0
   for _ in pairs(players) do count = count + 1 end
-  local queue, queued = {}, {}
+  local queue, queued, deferred = {}, {}, {}
   local function consider(pid)
     if not queued[pid] then queued[pid] = true; queue[#queue + 1] = pid end
   end
-  for _, pid in ipairs(redis.call('SPOP', wdirty, max_checks)) do consider(pid) end
+  for _, pid in ipairs(redis.call('SPOP', wdirty, max_checks)) do
+    consider(pid)
+    deferred[pid] = true -- ranked a call late: the passers of the call before are not known
+  end
   -- the spans of ranks the changes crossed, merged before any lookup: with many changes a tick
   -- (a backlog) the widened spans overlap, and each watch is then looked up once, not once a span
   local spans = {}
@@ -154,7 +202,7 @@ local function watched(zkey, mkey, wkeys, players, before_ranks, meta_key)
   for pid in pairs(players) do
     local s, r = rank_of(zkey, mkey, pid)
     local b = tonumber(before_ranks[pid])
-    local m = {pid = pid, rank = r, before = b, score = s}
+    local m = {pid = pid, rank = r, score = s}
     mover_of[pid] = m
     if r then movers[#movers + 1] = m end
     if redis.call('HEXISTS', whash, pid) == 1 then consider(pid) end
@@ -176,10 +224,6 @@ local function watched(zkey, mkey, wkeys, players, before_ranks, meta_key)
     for _, pid in ipairs(redis.call('ZRANGEBYSCORE', wrank, lo, upper)) do consider(pid) end
   end
 
-  -- m passed a player now at rank r who was at rank old: ahead now, not ahead before
-  local function passed(m, w, r, old)
-    return m.pid ~= w and m.rank < r and (m.before == nil or m.before >= old)
-  end
   local out, ranked = {}, false
   for i, w in ipairs(queue) do
     if i > max_checks then -- the rest in a later call, first in line
@@ -188,14 +232,14 @@ local function watched(zkey, mkey, wkeys, players, before_ranks, meta_key)
       break
     end
     local raw = redis.call('HGET', whash, w)
-    local until_ms, top_n, friends, told
-    if raw then until_ms, top_n, friends, told = watch_decode(raw) end
+    local until_ms, top_n, friends, told, since
+    if raw then until_ms, top_n, friends, told, since = watch_decode(raw) end
     if not raw or until_ms == nil or until_ms < now_ms then -- ended or expired
       if raw then redis.call('HDEL', whash, w) end
       redis.call('ZREM', wrank, w)
     else
       local old = tonumber(redis.call('ZSCORE', wrank, w))
-      local s, r = rank_of(zkey, mkey, w)
+      local s, r, member = rank_of(zkey, mkey, w)
       if not r and hides and in_shadow(zkey, mkey, w) then
         r = old -- hidden: the channel stays silent, as a hidden player's reads tell nothing
       end
@@ -203,12 +247,26 @@ local function watched(zkey, mkey, wkeys, players, before_ranks, meta_key)
         ranked = true
         if r then redis.call('ZADD', wrank, r, w) else redis.call('ZREM', wrank, w) end
         local events, by, more = {}, {}, 0
+        -- the watcher's own changes since the watch started, and its entry then
+        local mine = entry_since(changes[w], since)
         if r and old and r > old then
+          local base = mine
+          if base == nil then -- unchanged since: as it stands now
+            base = {s, r, member and keyed and string.sub(member, 1, #member - #w) or ''}
+          end
+          -- m passed w: a change of m's since the watch started, ahead of w now, and m's entry
+          -- before that change was not ahead of w's entry then
+          local function passed(m)
+            if m.pid == w or not (m.rank < r) then return false end
+            local was = entry_since(changes[m.pid], since)
+            if was == nil then return false end -- no change of its since the watch started
+            return not (was and base and ahead(was, base))
+          end
           local fset = {}
           for f in string.gmatch(friends, '[^,]+') do
             fset[f] = true
             local m = mover_of[f]
-            if m and m.rank and passed(m, w, r, old) then by[#by + 1] = {m, 1} end
+            if m and m.rank and passed(m) then by[#by + 1] = {m, 1} end
           end
           local friends_by = #by
           -- the others, nearest first: from the last mover ahead of the player upwards
@@ -221,14 +279,15 @@ local function watched(zkey, mkey, wkeys, players, before_ranks, meta_key)
           -- ahead all along, must not cost thousands of steps for every watch it concerns
           for k = hi, math.max(1, hi - WALK + 1), -1 do
             local m = movers[k]
-            if not fset[m.pid] and passed(m, w, r, old) then
+            if not fset[m.pid] and passed(m) then
               if #by >= 10 then more = 1; break end
               by[#by + 1] = {m, 0}
             end
           end
           if hi > WALK and more == 0 and #by < 10 then more = 1 end -- some were not looked at
+          if deferred[w] then more = 1 end
           -- a player's own write that cost it places is no pass, unless others passed it too
-          if #by > 0 or not players[w] then events[#events + 1] = 'passed' end
+          if #by > 0 or mine == nil then events[#events + 1] = 'passed' end
           if friends_by > 0 then events[#events + 1] = 'friend_passed' end
         end
         if r and r <= top_n and (old == nil or old > top_n) then events[#events + 1] = 'entered_top' end
@@ -245,7 +304,7 @@ local function watched(zkey, mkey, wkeys, players, before_ranks, meta_key)
           end
           if #by > 10 then more = 1 end
           out[#out + 1] = {w, s or '', r or '', told, top_n, table.concat(events, ','), more, flat}
-          redis.call('HSET', whash, w, watch_encode(until_ms, top_n, friends, r or ''))
+          redis.call('HSET', whash, w, watch_encode(until_ms, top_n, friends, r or '', since))
         end
       end
     end
@@ -317,7 +376,7 @@ for ch = 1, nch do
     if spec then tbs[#tbs + 1] = spec end -- what the caller decodes them with
     out[#out + 1] = {kind, period, region, version, previous, redis.call('ZCARD', zkey),
                      top, moved, truncated, metas, tbs,
-                     watched(zkey, mkey, wkeys, players, before[ch], KEYS[5])}
+                     watched(zkey, mkey, wkeys, players, before[ch], history[ch], KEYS[5])}
   end
 end
 return out

@@ -30,13 +30,24 @@ local function standing(how, zkey, mkey, player)
   return s, r, member
 end
 
--- A watch as kept in a channel's watch hash: "until (ms)\ttop N\tfriends (a,b)\tlast told rank"
+-- A watch as kept in a channel's watch hash: "until (ms)\ttop N\tfriends (a,b)\tlast told
+-- rank\tsince", since = the board's version when the watch started: changes up to it were
+-- made before the watch and pass nobody on it (0 for watches kept before it was recorded).
 local function watch_decode(raw)
   local f = {}
   for value in string.gmatch(raw .. '\t', '([^\t]*)\t') do f[#f + 1] = value end
-  return tonumber(f[1]), tonumber(f[2]), f[3] or '', f[4] or ''
+  return tonumber(f[1]), tonumber(f[2]), f[3] or '', f[4] or '', tonumber(f[5]) or 0
 end
 
-local function watch_encode(until_ms, top_n, friends, told)
-  return until_ms .. '\t' .. top_n .. '\t' .. friends .. '\t' .. told
+local function watch_encode(until_ms, top_n, friends, told, since)
+  return until_ms .. '\t' .. top_n .. '\t' .. friends .. '\t' .. told .. '\t' .. since
+end
+
+-- a < b in byte order (Lua's own string comparison follows the server's locale)
+local function bytes_lt(a, b)
+  for i = 1, math.min(#a, #b) do
+    local x, y = string.byte(a, i), string.byte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
 end

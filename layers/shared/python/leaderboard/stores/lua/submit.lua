@@ -40,7 +40,9 @@
 -- of a sharded board; changed '1', or '2' for a hidden player's entry (the live publisher
 -- shows only '1'); previous '' = no entry before; the tie key of the entry kept, on
 -- boards with tie-breakers; on team boards then the player's contribution to the named team
--- after this submission, '' = unchanged or no team: teams.lua), then one
+-- after this submission, '' = unchanged or no team: teams.lua; on ties=first and tie-breaker
+-- boards then the previous entry's member without its player, '' = none: what orders it
+-- among equal scores, for the live publisher's "who passed whom"), then one
 -- "-\tsuffix\tplayer\tgone" line per entry max_entries evicted (gone = 1: that player is left on
 -- no set of the board, so its metadata was dropped).
 local mode, fp = ARGV[11], ARGV[8]
@@ -273,6 +275,7 @@ for i = 1, n do
   local prev_text -- its score as the record shows it (nil: none)
   local new_text -- the entry's score as a number's text, once written
   local old_sk, new_sk -- tie-breaker boards: the score keys of the entry before and after
+  local old_order = '' -- keyed boards: the entry's member before, less the player
   local kept = tkey -- the tie key of the entry after this submission
   if blind then
     z = KEYS[S + i]
@@ -309,6 +312,7 @@ for i = 1, n do
     local p = plan[i]
     local old, old_key
     z, m, member, old, new, old_key, kept = p[1], p[2], p[3], p[4], p[5], p[6], p[7]
+    if keyed and member then old_order = string.sub(member, 1, #member - #player) end
     old_sk, new_sk = p[8], p[9]
     zv = hidden and KEYS[S + (i - 1) * step + 1] or z
     if tb then
@@ -472,8 +476,12 @@ for i = 1, n do
   else
     parts[at + 8] = '\t'
   end
-  if tb or agg ~= '' then parts[#parts + 1] = '\t' .. (tb and kept or '') end
-  if agg ~= '' then parts[#parts + 1] = '\t' .. contribution end
+  if keyed then
+    parts[#parts + 1] = '\t' .. (tb and kept or '') .. '\t' .. contribution .. '\t' .. old_order
+  else
+    if tb or agg ~= '' then parts[#parts + 1] = '\t' .. (tb and kept or '') end
+    if agg ~= '' then parts[#parts + 1] = '\t' .. contribution end
+  end
 end
 -- Whether an evicted player is gone (on no set of the board) is decided only now: the
 -- submitting player may leave one set and enter another in this same script.

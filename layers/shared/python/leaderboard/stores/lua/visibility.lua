@@ -15,7 +15,8 @@
 -- Returns {'OK', changed (0: it already was so), version, entries moved} or
 -- {'ERR', 'no_board'}. The outbox record is "event_id\t1\tversion\tnow_ms\thide|unhide", then
 -- one "suffix\tscore\trank now ('' = hidden)\t1\tscore\trank before ('' = was hidden)" line a
--- set.
+-- set (on ties=first and tie-breaker boards then two empty fields and the member less the
+-- player, as submit.lua's lines).
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'ERR', 'no_board'} end
 local cfg = cjson.decode(raw)
@@ -85,6 +86,8 @@ for _, suffix in ipairs(redis.call('SMEMBERS', KEYS[2])) do
       if not hide then after = rank_in(z, member, score) end
       parts[#parts + 1] = '\n' .. suffix .. '\t' .. score .. '\t' .. after .. '\t1\t' .. score
         .. '\t' .. before
+      -- keyed boards: the member less the player, as submit.lua's lines end
+      if keyed then parts[#parts + 1] = '\t\t\t' .. string.sub(member, 1, #member - #player) end
       moved = moved + 1
     end
   end
