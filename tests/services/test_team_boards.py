@@ -200,8 +200,10 @@ def test_the_rules_of_team_boards(index, database_url, board_id, clock):
     assert [(e["player_id"], e["score"]) for e in red["entries"]] == [("a", 4), ("b", 3)]
     assert reads.player(board_id, "blue", {"by": "team"})["rank"] == 2
     assert reads.around(board_id, "red", {"by": "team"})["team"]["team_id"] == "red"
-    with pytest.raises(BadRequest):
+    with pytest.raises(Unprocessable):  # each well-formed, not both: 422
         reads.entries(board_id, {"by": "team", "team": "red"})
+    with pytest.raises(BadRequest):  # a malformed one is still the 400
+        reads.entries(board_id, {"by": "team", "team": "a b"})
     with pytest.raises(BadRequest):
         reads.entries(board_id, {"by": "clan"})
     with pytest.raises(NotFound):
