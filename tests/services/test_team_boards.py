@@ -178,7 +178,7 @@ def test_the_rules_of_team_boards(index, database_url, board_id, clock):
         reads.entries(board_id, {"by": "team"})
     with pytest.raises(BadRequest):
         admin.put_board(board_id, {"teams": "most"}, ADMIN)
-    with pytest.raises(BadRequest):
+    with pytest.raises(Unprocessable):  # a rule between fields (docs/API.md, "Errors")
         admin.put_board(board_id, {"teams": "sum", "shards": 2}, ADMIN)
     admin.put_board(board_id, {"teams": "sum"}, ADMIN)  # no entries yet: may change
     scores.submit(board_id, {"player_id": "a", "score": 4, "team_id": "red"}, SERVER, None)
