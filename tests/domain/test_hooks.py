@@ -72,6 +72,8 @@ def test_the_field_takes_defaults_and_goes_into_the_script_config():
         {"target": "no_negative", "timeout_ms": "100"},
         {"target": "no_negative", "on_failure": "maybe"},
         {"target": "no_negative", "on_failure": None},
+        {"target": "arn:aws:lambda:eu-west-1:١٢٣٤٥٦٧٨٩٠١٢:function:f"},  # not ASCII digits
+        {"target": "elsewhere", "timeout_ms": 9},  # malformed beside a target not listed
     ],
 )
 def test_a_bad_hook_is_400_naming_the_field(value):
@@ -91,6 +93,11 @@ def test_a_well_formed_target_the_deployment_does_not_allow_is_422(target):
     with pytest.raises(Unprocessable) as caught:
         _board({"validation_hook": {"target": target}})
     assert caught.value.details["field"] == "validation_hook"
+
+
+def test_an_integral_timeout_is_an_integer():
+    board = _board({"validation_hook": {"target": "no_negative", "timeout_ms": 250.0}})
+    assert board.validation_hook == HookConfig("no_negative", 250, "closed")
 
 
 def test_no_hook_is_allowed_where_the_deployment_lists_none():

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from leaderboard.domain.errors import BadRequest
+from leaderboard.domain.errors import BadRequest, Unprocessable
 from leaderboard.domain.periods import (
     current_period,
     parse_period_id,
@@ -42,9 +42,10 @@ def test_week_53_bounds_and_neighbours():
     assert (week.starts_at, week.ends_at) == (at("2026-12-28T00:00:00"), at("2027-01-04T00:00:00"))
     assert previous_period(week).id == "2026-W52"
     assert current_period("weekly", week.ends_at).id == "2027-W01"
-    with pytest.raises(BadRequest):
+    # of a week's shape but no week (docs/API.md, "Errors": 422, not 400)
+    with pytest.raises(Unprocessable):
         parse_period_id("2027-W53")  # 2027 has only 52 weeks
-    with pytest.raises(BadRequest):
+    with pytest.raises(Unprocessable):
         parse_period_id("2026-W54")
 
 
@@ -70,8 +71,8 @@ def test_days_and_the_last_instant_of_a_period():
     assert day.id == "2026-12-31" and day.ends_at == at("2027-01-01T00:00:00")
     assert current_period("daily", day.ends_at).id == "2027-01-01"
     assert parse_period_id("2028-02-29").id == "2028-02-29"
-    with pytest.raises(BadRequest):
-        parse_period_id("2026-02-29")
+    with pytest.raises(Unprocessable):
+        parse_period_id("2026-02-29")  # a day's shape, no such day
     assert previous_period(parse_period_id("2027-01")).id == "2026-12"
     assert previous_period(parse_period_id("2027-01-01")).id == "2026-12-31"
 

@@ -213,6 +213,9 @@ def test_without_a_cron_periods_end_only_by_hand() -> None:
         ({"cron": "0 18 * * SUN", "timezone": "../etc/passwd"}, BadRequest, "IANA time zone"),
         ({"cron": "0 18 * * SUN", "zone": "UTC"}, BadRequest, "unknown field"),
         ("0 18 * * SUN", BadRequest, "must be an object"),
+        ({"timezone": "Europe/" + "B" * 30 + "/" + "C" * 30}, BadRequest, "IANA time zone"),
+        # a shape error wins over a rule: the unknown zone beside a malformed cron is 400
+        ({"cron": "0 18 * *", "timezone": "Mars/Olympus"}, BadRequest, "five fields"),
         # the shape, but no schedule: 422
         ({"cron": "60 * * * *", "timezone": "UTC"}, Unprocessable, "out of range"),
         ({"cron": "0 0 30 2 *", "timezone": "UTC"}, Unprocessable, "never fires"),

@@ -76,7 +76,7 @@ def test_a_sharded_board_through_the_api(api, admin_token, server_token, board_i
         r = api.call("PUT", route, bad, token=admin_token)
         assert r.status == 400 and r.json()["field"] == "shards", (bad, r.body)
     r = api.call("PUT", route, {"shards": 4, "max_entries": 100}, token=admin_token)
-    assert r.status == 400 and r.json()["field"] == "max_entries", r.body
+    assert r.status == 422 and r.json()["field"] == "max_entries", r.body  # two fields' rule
     created = api.call("PUT", route, {"shards": 4, "regions": ["EU"]}, token=admin_token)
     assert created.status == 201 and created.json()["shards"] == 4
     assert api.call("GET", route).json()["shards"] == 4

@@ -124,7 +124,7 @@ def test_a_team_board_over_the_api(api, admin_token, server_token):
     assert (me["rank"], me["total"]) == (2, 2)
     chosen = api.call("GET", f"/boards/{board}/players?ids=blue,green&by=team").json()
     assert [e["team_id"] for e in chosen["entries"]] == ["blue"] and chosen["missing"] == ["green"]
-    assert api.call("GET", f"/boards/{board}/entries?by=team&team=red").status == 400
+    assert api.call("GET", f"/boards/{board}/entries?by=team&team=red").status == 422
     assert api.call("GET", f"/boards/{board}/entries?team=a%20b").status == 400
     # the players' own board is as before
     players = api.call("GET", f"/boards/{board}/entries").json()

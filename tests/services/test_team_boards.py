@@ -178,7 +178,7 @@ def test_the_rules_of_team_boards(index, database_url, board_id, clock):
         reads.entries(board_id, {"by": "team"})
     with pytest.raises(BadRequest):
         admin.put_board(board_id, {"teams": "most"}, ADMIN)
-    with pytest.raises(BadRequest):
+    with pytest.raises(Unprocessable):  # a rule between fields (docs/API.md, "Errors")
         admin.put_board(board_id, {"teams": "sum", "shards": 2}, ADMIN)
     admin.put_board(board_id, {"teams": "sum"}, ADMIN)  # no entries yet: may change
     scores.submit(board_id, {"player_id": "a", "score": 4, "team_id": "red"}, SERVER, None)
@@ -200,8 +200,10 @@ def test_the_rules_of_team_boards(index, database_url, board_id, clock):
     assert [(e["player_id"], e["score"]) for e in red["entries"]] == [("a", 4), ("b", 3)]
     assert reads.player(board_id, "blue", {"by": "team"})["rank"] == 2
     assert reads.around(board_id, "red", {"by": "team"})["team"]["team_id"] == "red"
-    with pytest.raises(BadRequest):
+    with pytest.raises(Unprocessable):  # each well-formed, not both: 422
         reads.entries(board_id, {"by": "team", "team": "red"})
+    with pytest.raises(BadRequest):  # a malformed one is still the 400
+        reads.entries(board_id, {"by": "team", "team": "a b"})
     with pytest.raises(BadRequest):
         reads.entries(board_id, {"by": "clan"})
     with pytest.raises(NotFound):

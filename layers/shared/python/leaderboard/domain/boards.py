@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from leaderboard.domain.errors import BadRequest, Conflict
+from leaderboard.domain.errors import BadRequest, Conflict, Unprocessable
 from leaderboard.domain.hooks import HookConfig, parse_hook_field
 from leaderboard.domain.live import DEFAULT_LIVE_TOP, MAX_LIVE_TOP, board_channel
 from leaderboard.domain.period_events import Rewards, parse_rewards
@@ -26,6 +26,7 @@ from leaderboard.domain.tiebreakers import TieBreaker, parse_columns, script_spe
 from leaderboard.domain.tournaments import Tournament
 from leaderboard.domain.validation import (
     REGION_RE,
+    require_board_id,
     require_int,
     require_score,
 )
@@ -373,15 +374,28 @@ def parse_board_request(
     Fields left out keep their current value (defaults on create), so a client can change the
     title without restating every rule; an explicit null clears a nullable rule.
     `hook_targets`: the validation hooks this deployment allows a board to name.
+
+    What the API document's schema refuses is BadRequest (400), and comes first: every field's
+    shape is checked before any rule it cannot state (Unprocessable, 422): a field's own (an
+    unknown zone, a hook the deployment does not list), then the rules between fields.
     """
     unknown = sorted(set(body) - set(_FIELDS) - {"board_id"})
     if unknown:
         raise BadRequest(f"unknown field(s): {', '.join(unknown)}", fields=unknown)
+    if "board_id" in body:
+        require_board_id(body["board_id"])
+    changes: dict[str, Any] = {}
+    refused: Unprocessable | None = None
+    for name in _FIELDS:
+        if name in body:
+            try:
+                changes[name] = _parse_field(name, body[name], hook_targets)
+            except Unprocessable as error:  # well-formed: a later field may still be malformed
+                refused = refused or error
+    if refused is not None:
+        raise refused
     if "board_id" in body and body["board_id"] != board_id:
-        raise BadRequest("board_id in the body must match the path", field="board_id")
-    changes = {
-        name: _parse_field(name, body[name], hook_targets) for name in _FIELDS if name in body
-    }
+        raise Unprocessable("board_id in the body must match the path", field="board_id")
 
     if existing is None and changes.get("tournament") is not None and "periods" not in body:
         changes["periods"] = (CUSTOM,)  # a tournament's one period is its window
@@ -395,34 +409,34 @@ def parse_board_request(
         and board.max_score is not None
         and board.min_score > board.max_score
     ):
-        raise BadRequest("min_score must not be greater than max_score", field="min_score")
+        raise Unprocessable("min_score must not be greater than max_score", field="min_score")
     if board.mode != "increment" and board.max_increment is not None:
-        raise BadRequest("max_increment applies to increment boards only", field="max_increment")
+        raise Unprocessable("max_increment applies to increment boards only", field="max_increment")
     if board.shards > 1 and board.max_entries is not None:
         # Each shard could keep its own best N, but not the board's best N in one write.
-        raise BadRequest(
+        raise Unprocessable(
             "max_entries cannot be exact on a sharded board: use shards 1, or no max_entries",
             field="max_entries",
         )
     if board.shards > 1 and board.teams is not None:
         # A team's members are spread over every shard by a hash of their ids, and one
         # submission's script reaches one shard: a team total could not change with it.
-        raise BadRequest(
+        raise Unprocessable(
             "teams cannot be exact on a sharded board: use shards 1, or no teams", field="teams"
         )
     if board.tournament is not None:
         if board.periods != (CUSTOM,) or board.schedule is not None:
-            raise BadRequest(
+            raise Unprocessable(
                 'a tournament keeps one period, its window: periods ["custom"] and no schedule',
                 field="tournament",
             )
         if board.shards > 1:
-            raise BadRequest(
+            raise Unprocessable(
                 "a tournament's caps cannot be exact on a sharded board: use shards 1",
                 field="tournament",
             )
     elif (CUSTOM in board.periods) != (board.schedule is not None):
-        raise BadRequest(
+        raise Unprocessable(
             "a board keeps custom periods exactly when it has a schedule: add both `custom` to "
             "periods and a schedule, or neither",
             field="schedule",

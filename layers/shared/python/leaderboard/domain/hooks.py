@@ -37,7 +37,7 @@ REJECTED = "rejected_by_hook"
 UNAVAILABLE = "hook_unavailable"
 
 LAMBDA_ARN_RE = re.compile(
-    r"arn:aws[a-z-]*:lambda:[a-z0-9-]+:\d{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]{1,128})?"
+    r"arn:aws[a-z-]*:lambda:[a-z0-9-]+:[0-9]{12}:function:[A-Za-z0-9_-]{1,64}(:[A-Za-z0-9_$-]{1,128})?"
 )
 LOCAL_NAME_RE = re.compile(r"[a-z][a-z0-9_-]{0,63}")
 
@@ -77,7 +77,8 @@ def parse_hook_field(value: Any, allowed_targets: Collection[str]) -> HookConfig
     """The board's `validation_hook`: null, or an object naming an allowed target.
 
     Only targets the deployment allows can be named (the Lambda ARNs of VALIDATION_HOOK_ARNS,
-    or the names of LOCAL_VALIDATION_HOOKS): a board body never chooses code to run.
+    or the names of LOCAL_VALIDATION_HOOKS): a board body never chooses code to run. The
+    object's shape is checked first (400); a well-formed target not allowed here is 422.
     """
     if value is None:
         return None
@@ -93,13 +94,9 @@ def parse_hook_field(value: Any, allowed_targets: Collection[str]) -> HookConfig
         raise BadRequest(
             f"{FIELD}.target must be a Lambda function ARN or a configured hook name", field=FIELD
         )
-    if target not in allowed_targets:  # well-formed, but not one this deployment allows
-        raise Unprocessable(
-            f"{FIELD}.target {target!r} is not one of this deployment's validation hooks "
-            "(VALIDATION_HOOK_ARNS, or LOCAL_VALIDATION_HOOKS locally)",
-            field=FIELD,
-        )
     timeout = value.get("timeout_ms", DEFAULT_TIMEOUT_MS)
+    if isinstance(timeout, float) and timeout.is_integer():  # 500.0 is 500, as in JSON Schema
+        timeout = int(timeout)
     if (
         isinstance(timeout, bool)
         or not isinstance(timeout, int)
@@ -112,6 +109,12 @@ def parse_hook_field(value: Any, allowed_targets: Collection[str]) -> HookConfig
     on_failure = value.get("on_failure", "closed")
     if on_failure not in ON_FAILURE:
         raise BadRequest(f"{FIELD}.on_failure must be closed or open", field=FIELD)
+    if target not in allowed_targets:  # well-formed, but not one this deployment allows
+        raise Unprocessable(
+            f"{FIELD}.target {target!r} is not one of this deployment's validation hooks "
+            "(VALIDATION_HOOK_ARNS, or LOCAL_VALIDATION_HOOKS locally)",
+            field=FIELD,
+        )
     return HookConfig(target=target, timeout_ms=timeout, on_failure=on_failure)
 
 

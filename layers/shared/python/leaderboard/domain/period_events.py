@@ -100,14 +100,16 @@ class Rewards:
 
 
 def _strict_int(value: Any, what: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise BadRequest(f"{what} must be an integer")
-    if not low <= value <= high:
-        raise Unprocessable(f"{what} must be between {low} and {high}")
+    """An integer field of the declaration; 5.0 is 5, as JSON Schema counts integers."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise BadRequest(f"{what} must be an integer from {low} to {high}")
     return value
 
 
 def _tier(raw: Any, position: int) -> RewardTier:
+    """One tier's shape (400); its ranks' order is checked with the other rules (422)."""
     where = f"rewards.tiers[{position}]"
     if not isinstance(raw, Mapping):
         raise BadRequest(f"{where} must be an object")
@@ -125,20 +127,23 @@ def _tier(raw: Any, position: int) -> RewardTier:
             raise BadRequest(f"{where}.ranks must be [from, to]")
         low = _strict_int(ranks[0], f"{where}.ranks[0]", 1, MAX_RANK)
         high = _strict_int(ranks[1], f"{where}.ranks[1]", 1, MAX_RANK)
-        if low > high:
-            raise Unprocessable(f"{where}.ranks must be [from, to] with from <= to")
         return RewardTier(name, from_rank=low, to_rank=high)
     percent = raw["top_percent"]
-    if isinstance(percent, bool) or not isinstance(percent, int | float):
-        raise BadRequest(f"{where}.top_percent must be a number")
-    if not (0 < percent <= 100) or not math.isfinite(percent):
-        raise Unprocessable(f"{where}.top_percent must be above 0 and at most 100")
+    if (
+        isinstance(percent, bool)
+        or not isinstance(percent, int | float)
+        or not (0 < percent <= 100)
+        or not math.isfinite(percent)
+    ):
+        raise BadRequest(f"{where}.top_percent must be a number above 0 and at most 100")
     return RewardTier(name, top_percent=percent)
 
 
 def parse_rewards(raw: Any) -> Rewards:
-    """A board's reward declaration from its JSON, checked strictly as board rules are:
-    a wrong type or shape is BadRequest (400), a value out of range Unprocessable (422)."""
+    """A board's reward declaration from its JSON, checked as every board rule is: what the
+    API document's schema refuses (a wrong type or shape, a value out of its range, more than
+    10 tiers) is BadRequest (400); what it cannot state (a tier's `from` above its `to`, a
+    name used twice) Unprocessable (422), once the whole declaration is well-formed."""
     if raw is None:
         return Rewards()
     if not isinstance(raw, Mapping):
@@ -148,11 +153,13 @@ def parse_rewards(raw: Any) -> Rewards:
         raise BadRequest(f"rewards has unknown field(s): {', '.join(sorted(unknown))}")
     top = _strict_int(raw.get("top", DEFAULT_TOP), "rewards.top", 0, MAX_TOP)
     tiers_raw = raw.get("tiers", [])
-    if not isinstance(tiers_raw, list):
-        raise BadRequest("rewards.tiers must be a list")
-    if len(tiers_raw) > MAX_TIERS:
-        raise Unprocessable(f"rewards.tiers may hold at most {MAX_TIERS} tiers")
+    if not isinstance(tiers_raw, list) or len(tiers_raw) > MAX_TIERS:
+        raise BadRequest(f"rewards.tiers must be a list of at most {MAX_TIERS} tiers")
     tiers = tuple(_tier(t, i) for i, t in enumerate(tiers_raw))
+    backwards = [n for n, t in enumerate(tiers) if (t.from_rank or 0) > (t.to_rank or 0)]
+    if backwards:
+        where = f"rewards.tiers[{backwards[0]}]"
+        raise Unprocessable(f"{where}.ranks must be [from, to] with from <= to")
     names = [t.name for t in tiers]
     if len(set(names)) != len(names):
         raise Unprocessable("rewards.tiers names must be unique")

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
-from leaderboard.domain.errors import BadRequest, NotFound
+from leaderboard.domain.errors import BadRequest, NotFound, Unprocessable
 from leaderboard.domain.schedules import Schedule
 
 ALL_TIME = "all-time"
@@ -94,8 +94,10 @@ def current_periods(now: datetime) -> dict[str, Period]:
 
 
 def parse_period_id(value: str) -> Period:
-    """An explicit period id; malformed or impossible dates (2026-W54, 2026-02-30) are refused.
-    A custom period's id gives its start only (ends_at None): its board's `Calendar` places it."""
+    """An explicit period id. Not of an id's shape (the API document's pattern): BadRequest
+    (400); of that shape but no period (2026-13, 2026-02-30, 2026-W54, year 9999's last
+    period): Unprocessable (422). A custom period's id gives its start only (ends_at None): its
+    board's `Calendar` places it; one of that shape that is no instant starts no period (404)."""
     try:
         if m := _CUSTOM_RE.fullmatch(value):
             y, mo, d, h, mi, sec = (int(g) for g in m.groups())
@@ -112,12 +114,20 @@ def parse_period_id(value: str) -> Period:
         if m := _MONTH_RE.fullmatch(value):
             return _month(int(m[1]), int(m[2]))
     except (ValueError, OverflowError):  # impossible dates, and year 9999's last period
-        pass
+        raise Unprocessable(
+            f"period {value} has the shape of a period id but names no period", field="period"
+        ) from None
     raise BadRequest(
         "period must be all-time, daily, weekly, monthly, custom, or an id like 2026-11-22, "
         "2026-W47, 2026-11 or 2026-11-22T170000Z",
         field="period",
     )
+
+
+def is_period_id_shape(value: str) -> bool:
+    """Whether `value` has the shape of a day's, week's, month's or custom period's id
+    (whether or not such a period exists): the API document's pattern for `before`."""
+    return any(r.fullmatch(value) for r in (_DAY_RE, _WEEK_RE, _MONTH_RE, _CUSTOM_RE))
 
 
 def resolve_period(value: str | None, now: datetime) -> Period:

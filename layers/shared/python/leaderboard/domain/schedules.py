@@ -43,6 +43,7 @@ MAX_CRON_LENGTH = 120
 # values make no schedule is 422, not 400.
 CRON_SHAPE = re.compile(r"[0-9A-Za-z*,/-]{1,20}( [0-9A-Za-z*,/-]{1,20}){4}")
 ZONE_SHAPE = re.compile(r"[A-Za-z][A-Za-z0-9_+-]{0,29}(/[A-Za-z0-9_+-]{1,30}){0,2}")
+MAX_ZONE_LENGTH = 64
 
 
 def _value(text: str, names: tuple[str, ...], offset: int, field: str) -> int:
@@ -96,11 +97,7 @@ class Cron:
 
     @classmethod
     def parse(cls, text: str) -> Cron:
-        if not isinstance(text, str) or not CRON_SHAPE.fullmatch(text):
-            raise BadRequest(
-                "schedule.cron must have five fields: minute hour day-of-month month day-of-week",
-                field="schedule",
-            )
+        _cron_shape(text)
         parts = text.split(" ")
         fields = [_parse_field(part, *spec) for part, spec in zip(parts, _FIELDS, strict=True)]
         weekdays = frozenset(d % 7 for d in fields[4])
@@ -123,11 +120,23 @@ class Cron:
         return tuple((h, m) for h in sorted(self.hours) for m in sorted(self.minutes))
 
 
-def _zone(name: str) -> ZoneInfo:
-    if not isinstance(name, str) or not ZONE_SHAPE.fullmatch(name):
+def _cron_shape(text: object) -> None:
+    if not isinstance(text, str) or not CRON_SHAPE.fullmatch(text):
+        raise BadRequest(
+            "schedule.cron must have five fields: minute hour day-of-month month day-of-week",
+            field="schedule",
+        )
+
+
+def _zone_shape(name: object) -> None:
+    if not isinstance(name, str) or len(name) > MAX_ZONE_LENGTH or not ZONE_SHAPE.fullmatch(name):
         raise BadRequest(
             "schedule.timezone must be an IANA time zone name like Europe/Berlin", field="schedule"
         )
+
+
+def _zone(name: str) -> ZoneInfo:
+    _zone_shape(name)
     try:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError) as error:
@@ -174,6 +183,9 @@ class Schedule:
 
     @classmethod
     def parse(cls, value: object) -> Schedule:
+        """Both fields' shapes first (BadRequest, 400: what the API document's schema refuses),
+        then what it cannot state (Unprocessable, 422): a zone that does not exist, cron values
+        out of their field's range, an expression that never fires."""
         if not isinstance(value, dict):
             raise BadRequest(
                 'schedule must be an object like {"cron": "0 18 * * SUN", "timezone": '
@@ -188,6 +200,9 @@ class Schedule:
             )
         cron = value.get("cron")
         zone = value.get("timezone", "UTC")
+        _zone_shape(zone)
+        if cron is not None:
+            _cron_shape(cron)
         _zone(zone)
         if cron is not None:
             parsed = _cron(cron)

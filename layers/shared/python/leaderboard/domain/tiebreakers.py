@@ -61,8 +61,8 @@ def parse_columns(value: Any) -> tuple[TieBreaker, ...]:
         if sort not in SORTS:
             raise BadRequest("tie-breaker sort must be asc or desc", field="tiebreakers")
         columns.append(TieBreaker(name, sort))
-    if len({c.name for c in columns}) != len(columns):
-        raise BadRequest("tie-breaker names must not repeat", field="tiebreakers")
+    if len({c.name for c in columns}) != len(columns):  # no schema keyword says it: 422
+        raise Unprocessable("tie-breaker names must not repeat", field="tiebreakers")
     return tuple(columns)
 
 

@@ -37,13 +37,17 @@ _TIMESTAMP = re.compile(
 )
 
 
-def _instant(value: Any, name: str) -> datetime:
+def _timestamp(value: Any, name: str) -> str:
     if not isinstance(value, str) or not _TIMESTAMP.fullmatch(value):
         raise BadRequest(
             f"tournament.{name} must be an ISO 8601 timestamp with a zone, like "
             "2026-12-05T18:00:00Z",
             field="tournament",
         )
+    return value
+
+
+def _instant(value: str, name: str) -> datetime:
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
         return moment.astimezone(UTC).replace(microsecond=0)
@@ -56,6 +60,8 @@ def _instant(value: Any, name: str) -> datetime:
 def _cap(value: Any, name: str, most: int) -> int | None:
     if value is None:
         return None
+    if isinstance(value, float) and value.is_integer():  # 5.0 is 5, as JSON Schema counts
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
         raise BadRequest(
             f"tournament.{name} must be null or an integer from 1 to {most:,}", field="tournament"
@@ -77,6 +83,9 @@ class Tournament:
 
     @classmethod
     def parse(cls, value: object) -> Tournament:
+        """Its shape first (BadRequest, 400: what the API document's schema refuses), then what
+        the schema cannot state (Unprocessable, 422): an instant that does not exist, `ends_at`
+        not after `starts_at`, a window over 366 days."""
         if not isinstance(value, dict):
             raise BadRequest(
                 'tournament must be an object like {"starts_at": "2026-12-05T18:00:00Z", '
@@ -90,24 +99,20 @@ class Tournament:
         for name in ("starts_at", "ends_at"):
             if name not in value:
                 raise BadRequest(f"tournament.{name} is required", field="tournament")
-        starts, ends = (
-            _instant(value["starts_at"], "starts_at"),
-            _instant(value["ends_at"], "ends_at"),
-        )
+        starts_text = _timestamp(value["starts_at"], "starts_at")
+        ends_text = _timestamp(value["ends_at"], "ends_at")
+        join = value.get("join_required", False)
+        if not isinstance(join, bool):
+            raise BadRequest("tournament.join_required must be true or false", field="tournament")
+        participants = _cap(value.get("max_participants"), "max_participants", MAX_PARTICIPANTS)
+        attempts = _cap(value.get("max_attempts"), "max_attempts", MAX_ATTEMPTS)
+        starts = _instant(starts_text, "starts_at")
+        ends = _instant(ends_text, "ends_at")
         if ends <= starts:
             raise Unprocessable("tournament.ends_at must be after starts_at", field="tournament")
         if ends - starts > MAX_LENGTH:
             raise Unprocessable("a tournament lasts at most 366 days", field="tournament")
-        join = value.get("join_required", False)
-        if not isinstance(join, bool):
-            raise BadRequest("tournament.join_required must be true or false", field="tournament")
-        return cls(
-            starts,
-            ends,
-            join,
-            _cap(value.get("max_participants"), "max_participants", MAX_PARTICIPANTS),
-            _cap(value.get("max_attempts"), "max_attempts", MAX_ATTEMPTS),
-        )
+        return cls(starts, ends, join, participants, attempts)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -48,7 +48,8 @@ def parse_optional_region(value: Any) -> str | None:
 
 
 def parse_watch(body: Any, player_id: str) -> WatchRequest:
-    """A watch request's body ({} takes every default); BadRequest names the first bad field."""
+    """A watch request's body ({} takes every default); BadRequest (400) names the first
+    malformed field; a well-formed body whose friends list the player itself is 422."""
     if body is None:
         body = {}
     if not isinstance(body, dict):
@@ -68,11 +69,9 @@ def parse_watch(body: Any, player_id: str) -> WatchRequest:
         friends = tuple(require_player_id(f) for f in friends)
         if len(set(friends)) != len(friends):
             raise BadRequest("friends lists a player twice", field="friends")
-        if player_id in friends:
-            raise BadRequest("friends cannot list the player itself", field="friends")
     top_n = body.get("top_n", DEFAULT_TOP_N)
     ttl = body.get("ttl_seconds", DEFAULT_TTL_SECONDS)
-    return WatchRequest(
+    request = WatchRequest(
         period_kind=parse_period_kind(body.get("period")),
         region=None if body.get("region") is None else require_region(body["region"]),
         top_n=require_int(top_n, "top_n", minimum=1, maximum=MAX_TOP_N),
@@ -81,6 +80,9 @@ def parse_watch(body: Any, player_id: str) -> WatchRequest:
             ttl, "ttl_seconds", minimum=MIN_TTL_SECONDS, maximum=MAX_TTL_SECONDS
         ),
     )
+    if friends is not None and player_id in friends:  # the path's player: no schema says it
+        raise Unprocessable("friends cannot list the player itself", field="friends")
+    return request
 
 
 def check_watchable(board: BoardConfig, period_kind: str, region: str | None) -> None:

@@ -20,6 +20,7 @@ from leaderboard.domain.errors import (
     NotFound,
     Unauthorized,
     Unavailable,
+    Unprocessable,
 )
 from leaderboard.domain.periods import (
     ALL_TIME,
@@ -35,6 +36,7 @@ from leaderboard.domain.periods import (
     current_period,
     custom_period_id,
     is_custom_period_id,
+    is_period_id_shape,
     parse_period_id,
     resolve_period,
 )
@@ -271,8 +273,9 @@ class ReadService:
             raise BadRequest("by must be player or team", field="by")
         ranks = ""
         if by == "team":
-            if team is not None:
-                raise BadRequest("use by=team or team=<id>, not both", field="team")
+            if team is not None:  # each well-formed (400 first), but not together: 422
+                require_team_id(team, "team")
+                raise Unprocessable("use by=team or team=<id>, not both", field="team")
             ranks, path_player = "teams", ""  # the path names a team, never the reader
         elif team is not None:
             ranks = "members:" + require_team_id(team, "team")
@@ -377,11 +380,12 @@ class ReadService:
         reader = self._reader(caller, query)
         limit = query_int(query.get("limit"), "limit", default=10, minimum=1, maximum=MAX_WINDOW)
         if query.get("around_rank") is not None:
-            if query.get("offset") is not None:
-                raise BadRequest("use either offset or around_rank, not both", field="offset")
             rank = query_int(
                 query.get("around_rank"), "around_rank", default=1, minimum=1, maximum=MAX_OFFSET
             )
+            if query.get("offset") is not None:  # each well-formed (400 first), not both: 422
+                query_int(query.get("offset"), "offset", default=0, minimum=0, maximum=MAX_OFFSET)
+                raise Unprocessable("use either offset or around_rank, not both", field="offset")
             window, degraded = self._window(
                 board_id,
                 period,
@@ -584,8 +588,10 @@ class ReadService:
         region = None if raw_region in (None, "") else require_region(raw_region)
         limit = query_int(query.get("limit"), "limit", default=10, minimum=1, maximum=MAX_WINDOW)
         before = query.get("before")
+        if before is not None and not is_period_id_shape(before):
+            raise BadRequest("before must be a period id, the `next` of a page", field="before")
         if before is not None and not _is_period_of(before, kind):
-            raise BadRequest(
+            raise Unprocessable(
                 f"before must be a {kind} period id, like the `next` of a {kind} page",
                 field="before",
             )
@@ -759,7 +765,7 @@ def _is_period_of(value: str, kind: str) -> bool:
         if kind == CUSTOM:  # a bound in id order: any text of a custom id's shape
             return is_custom_period_id(value)
         return len(value) <= CUSTOM_ID_LENGTH and parse_period_id(value).kind == kind
-    except BadRequest:
+    except (BadRequest, Unprocessable):
         return False
 
 

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 
 from leaderboard.domain.boards import BoardConfig
 from leaderboard.domain.clock import Clock, system_clock
-from leaderboard.domain.errors import BadRequest, NotFound, Unavailable
+from leaderboard.domain.errors import BadRequest, NotFound, Unavailable, Unprocessable
 from leaderboard.domain.period_events import PeriodEnded
 from leaderboard.domain.periods import ALL_TIME, CUSTOM, Period, current_period, parse_period_id
 from leaderboard.stores.archive import ArchiveStore
@@ -150,7 +150,7 @@ class Rollover:
                     if calendar is None:
                         continue
                     period = calendar.place(period)
-            except (BadRequest, NotFound):
+            except (BadRequest, Unprocessable, NotFound):
                 continue
             if (kinds and period.kind not in kinds) or period.is_open_at(now):
                 continue
