@@ -326,9 +326,10 @@ interface ClientLike {
   tokenFor(call?: { token?: string | null }): string | null;
 }
 
-/** Why a subscription reads: `subscribed` (the first subscription and every resubscription
- *  after a reconnect), `gap` (a message was missed), `poll` (the socket is down). */
-export type ReadReason = "subscribed" | "gap" | "poll";
+/** Why a subscription reads: `start` (at once when subscribing, whatever the socket does),
+ *  `subscribed` (the channel's subscription acknowledged, the first and after each reconnect),
+ *  `gap` (a message was missed), `poll` (the socket is not up). */
+export type ReadReason = "start" | "subscribed" | "gap" | "poll";
 
 abstract class Subscription<Message> {
   protected readonly client: ClientLike;
@@ -443,13 +444,15 @@ export interface BoardSubscriptionOptions extends Handlers {
   /** Each message that follows the last one, in order. `gap`: one was missed before it (the
    *  read for it is done by then). */
   onUpdate: (message: BoardMessage, info: { gap: boolean }) => void;
-  /** The page read on (re)subscription, on a gap, and while polling (the default `read`). */
+  /** The page read at once, on (re)subscription, on a gap, and while polling (the default
+   *  `read`). */
   onSnapshot?: (page: EntriesPage, reason: ReadReason) => void;
   /** What to read instead of the default (`entries?limit=<live_top>` of the channel's board
    *  and period): whatever the caller keeps beyond the top. */
   read?: (reason: ReadReason) => Promise<void>;
-  /** While the socket is down, read every this many ms (docs: "poll entries every few
-   *  seconds"). Default 5000; 0: never. */
+  /** While the subscription is not live (the socket cannot connect, was never up, or is
+   *  down), read every this many ms (docs: "poll entries every few seconds"). Default 5000; 0:
+   *  never. */
   pollMs?: number;
 }
 
@@ -489,6 +492,11 @@ export class BoardSubscription extends Subscription<BoardMessage> {
       const region = this.options.region ? `/${this.options.region}` : "";
       const { httpHost, apiKey } = this.connection.endpoint;
       this.register(`${board.live_channel}/${kind}${region}`, () => ({ host: httpHost, "x-api-key": apiKey }));
+      if (this.stopped) return;
+      // Something to show now, whatever the socket does (it may never connect), and polling
+      // until the channel's subscription is acknowledged.
+      this.startPolling();
+      await this.readOnce("start");
     });
   }
 
