@@ -1,11 +1,11 @@
 // What needs no stack, with a scripted WebSocket and fetch: the keep-alive timeout, the watch
-// renewal every ttl/2, reads while the socket is not up (before it ever was, too), Retry-After
-// as a date or too long to wait, and which calls are repeated.
+// renewal every ttl/2, reads while the socket is not up (before it ever was, too), no WebSocket
+// in the runtime, Retry-After as a date or too long to wait, and which calls are repeated.
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { LeaderboardClient, RateLimited, Unavailable } from "../dist/leaderboard.js";
-import { until } from "./helpers.js";
+import { LeaderboardClient, RateLimited, Unavailable, WebSocketUnavailable } from "../dist/leaderboard.js";
+import { until, withoutGlobalWebSocket } from "./helpers.js";
 
 const LIVE = { realtimeUrl: "ws://live.invalid/event/realtime", httpHost: "live.invalid", apiKey: "da2-key" };
 
@@ -271,5 +271,62 @@ describe("offline", () => {
     } finally {
       await client.close();
     }
+  });
+
+  test("no global WebSocket and none given: onError says what to do, and polling serves reads", async () => {
+    await withoutGlobalWebSocket(async () => {
+      const { fetch } = boardFetch();
+      const client = new LeaderboardClient({ baseUrl: "http://api.invalid", fetch, live: LIVE });
+      const errors = [];
+      const reads = [];
+      const subscription = client.subscribeBoard({
+        boardId: "b",
+        pollMs: 100,
+        onUpdate: () => {},
+        onSnapshot: (_, reason) => reads.push(reason),
+        onError: (error) => errors.push(error),
+      });
+      try {
+        await until(() => errors.length === 1, 1000, "the error");
+        const [error] = errors;
+        assert.ok(error instanceof WebSocketUnavailable);
+        assert.match(error.message, /Node\.js 22 or later/);
+        assert.match(error.message, /liveOptions: \{ WebSocket \}/);
+        assert.equal(subscription.status.state, "unavailable");
+        assert.equal(subscription.status.reason, error.message);
+        assert.equal(client.live().status.state, "unavailable");
+        await until(() => reads.filter((r) => r === "poll").length >= 2, 1000, "polls");
+        assert.equal(reads[0], "start");
+        // A second subscription is told too; the first is not told again.
+        const more = [];
+        client.subscribeBoard({ boardId: "b", periodKind: "weekly", onUpdate: () => {}, onError: (e) => more.push(e) });
+        await until(() => more.length === 1, 1000, "the second subscription's error");
+        assert.ok(more[0] instanceof WebSocketUnavailable);
+        assert.equal(errors.length, 1);
+      } finally {
+        await client.close();
+      }
+    });
+  });
+
+  test("no global WebSocket, one given (liveOptions.WebSocket): that one is used", async () => {
+    await withoutGlobalWebSocket(async () => {
+      const { Socket, sockets } = scriptedSocket((socket, message) => {
+        if (message.type === "connection_init") socket.receive({ type: "connection_ack", connectionTimeoutMs: 300000 });
+        if (message.type === "subscribe") socket.receive({ type: "subscribe_success", id: message.id });
+      });
+      const { fetch } = boardFetch();
+      const errors = [];
+      const client = new LeaderboardClient({ baseUrl: "http://api.invalid", fetch, live: LIVE, liveOptions: { WebSocket: Socket } });
+      const subscription = client.subscribeBoard({ boardId: "b", onUpdate: () => {}, onError: (e) => errors.push(e) });
+      try {
+        await until(() => subscription.status.state === "live", 2000, "the subscription");
+        assert.equal(sockets.length, 1);
+        assert.equal(sockets[0].url, LIVE.realtimeUrl);
+        assert.deepEqual(errors, []);
+      } finally {
+        await client.close();
+      }
+    });
   });
 });
