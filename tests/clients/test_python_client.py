@@ -180,10 +180,19 @@ def test_submissions_and_reads(env: Env) -> None:
     keyed = env.server.submit_score(board, 90, player_id="bob", idempotency_key="pyc-bob-1")
     again = env.server.submit_score(board, 90, player_id="bob", idempotency_key="pyc-bob-1")
     assert again["event_id"] == keyed["event_id"] and again["version"] == keyed["version"]
+    # The result says which answer was a replay, and the key each was sent with.
+    assert (keyed["replayed"], keyed["idempotency_key"]) == (False, "pyc-bob-1")
+    assert (again["replayed"], again["idempotency_key"]) == (True, "pyc-bob-1")
     # Without a key each call makes its own: two calls are two submissions.
     one = env.server.submit_score(board, 50, player_id="cy")
     two = env.server.submit_score(board, 50, player_id="cy")
     assert one["event_id"] != two["event_id"]
+    assert one["idempotency_key"] != two["idempotency_key"] and not two["replayed"]
+    # The key made for a call retries it safely.
+    retried = env.server.submit_score(
+        board, 50, player_id="cy", idempotency_key=two["idempotency_key"]
+    )
+    assert retried["replayed"] and retried["event_id"] == two["event_id"]
     # A player token submits for itself (player_id left out).
     mine = env.player("dee").submit_score(board, 70, metadata={"name": "Dee"})
     assert mine["player_id"] == "dee"
@@ -601,7 +610,12 @@ def test_async_client(env: Env) -> None:
         assert created["live_channel"] == f"/leaderboards/{board.replace('_', 'U')}"
         assert (await public.get_board(board))["mode"] == "best"
         result = await server.submit_score(board, 10, player_id="a0", metadata={"n": 1})
-        assert result["standings"][0]["rank"] == 1
+        assert result["standings"][0]["rank"] == 1 and result["replayed"] is False
+        key = result["idempotency_key"]
+        again = await server.submit_score(
+            board, 10, player_id="a0", metadata={"n": 1}, idempotency_key=key
+        )
+        assert again["replayed"] is True and again["event_id"] == result["event_id"]
         assert (await public.get_entries(board))["entries"][0]["metadata"] == {"n": 1}
         assert (await public.get_player(board, "a0"))["score"] == 10
         assert (await public.health())["status"] == "ok"
