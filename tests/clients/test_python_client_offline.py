@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import json
+import re
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -105,6 +107,20 @@ def test_async_client_has_the_same_methods() -> None:
     for name in sync:
         if name not in ("subscribe_board", "subscribe_player", "with_token", "with_retry"):
             assert inspect.iscoroutinefunction(getattr(AsyncLeaderboardClient, name)), name
+
+
+def test_the_readme_lists_every_method() -> None:
+    """clients/python/README.md's Methods table names every public method of the clients."""
+    readme = (Path(__file__).parents[2] / "clients" / "python" / "README.md").read_text()
+    table = readme.split("## Methods", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"`(\w+)\(", table))
+    methods = {
+        name
+        for name, _ in inspect.getmembers(LeaderboardClient, inspect.isfunction)
+        if not name.startswith("_") and name != "close"
+    }
+    assert methods - listed == set(), "methods the README does not list"
+    assert listed - methods == set(), "the README lists methods that are not there"
 
 
 @pytest.mark.parametrize(
