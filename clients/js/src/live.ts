@@ -6,7 +6,10 @@
  * misses a message (`previous_version`), a player subscription reads the player once when it
  * misses one (`previous_rank`) and renews its watch every `ttl_seconds / 2`.
  *
- * The global `WebSocket` is used: Node 22+ and every browser have one.
+ * The global `WebSocket` is used unless one is given (`LiveConnectionOptions.WebSocket`): Node
+ * 22+ and every browser have one; on an older Node pass one (the `ws` package's, say). Without
+ * either, subscriptions are told so through `onError` (`WebSocketUnavailable`) and board
+ * subscriptions go on reading by polling.
  */
 
 import { LeaderboardError, NotFound } from "./errors.js";
@@ -21,10 +24,11 @@ export interface LiveEndpoint {
 }
 
 /** What the connection is doing: `connecting` (socket opening, waiting for `connection_ack`),
- *  `open` (acknowledged), `waiting` (lost or refused; a reconnect is scheduled), `closed` (on
- *  purpose). `reason` says why the last connection failed. */
+ *  `open` (acknowledged), `waiting` (lost or refused; a reconnect is scheduled), `unavailable`
+ *  (no WebSocket implementation: nothing to retry with), `closed` (on purpose). `reason` says
+ *  why the last connection failed. */
 export interface ConnectionStatus {
-  state: "connecting" | "open" | "waiting" | "closed";
+  state: "connecting" | "open" | "waiting" | "unavailable" | "closed";
   reason: string;
   /** Reconnects scheduled in a row since the last acknowledged connection. */
   attempts: number;
@@ -34,9 +38,24 @@ type WebSocketLike = {
   readyState: number;
   send(data: string): void;
   close(code?: number, reason?: string): void;
-  addEventListener(type: string, listener: (event: { data?: unknown }) => void): void;
+  // `type` is there so that classes typed with their own event types (the `ws` package's) fit.
+  addEventListener(type: string, listener: (event: { type: string; data?: unknown }) => void): void;
 };
+/** A WHATWG-compatible WebSocket class: the global one, or e.g. `import { WebSocket } from "ws"`. */
 export type WebSocketFactory = new (url: string, protocols: string[]) => WebSocketLike;
+
+/** Live updates cannot work: there is no global WebSocket (Node.js before 22) and none was given. */
+export class WebSocketUnavailable extends Error {
+  constructor() {
+    super(
+      "Live updates need a WebSocket, and this runtime has none (Node.js before 22). Use Node.js 22 " +
+        "or later, or pass a WebSocket implementation: new LeaderboardClient({ ..., liveOptions: " +
+        '{ WebSocket } }) with, e.g., import { WebSocket } from "ws". Until then board ' +
+        "subscriptions read by polling every pollMs.",
+    );
+    this.name = "WebSocketUnavailable";
+  }
+}
 
 export interface LiveTestHooks {
   /** Called with each frame received (parsed); returning true drops it, as if it never came. */
@@ -45,7 +64,8 @@ export interface LiveTestHooks {
 
 export interface LiveConnectionOptions {
   endpoint: LiveEndpoint;
-  /** The WebSocket class (default: the global one). */
+  /** The WebSocket class (default: the global one): any WHATWG-compatible one, such as the `ws`
+   *  package's `WebSocket`, where the runtime has none (Node.js before 22). */
   WebSocket?: WebSocketFactory;
   /** Reconnect backoff: full jitter between min and a ceiling doubling per failure. */
   backoffMinMs?: number;
@@ -75,7 +95,10 @@ interface Registration {
   onData: (event: unknown) => void;
   /** The connection was lost: the subscription waits for its resubscription. */
   onLost: () => void;
+  /** There is no WebSocket to connect with (told once per registration). */
+  onUnavailable: (error: WebSocketUnavailable) => void;
   subscribedOnce: boolean;
+  toldUnavailable: boolean;
 }
 
 const DEFAULT_CONNECTION_TIMEOUT_MS = 300_000;
@@ -108,6 +131,8 @@ export class LiveConnection {
   private closed = false;
   private attempts = 0;
   private failure = "";
+  /** Set while no WebSocket implementation can be found; looked up again on each `connect`. */
+  private unavailable: WebSocketUnavailable | null = null;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   private idleTimer: ReturnType<typeof setTimeout> | undefined;
   private timeoutMs = DEFAULT_CONNECTION_TIMEOUT_MS;
@@ -127,7 +152,15 @@ export class LiveConnection {
   }
 
   get status(): ConnectionStatus {
-    const state = this.closed ? "closed" : this.ready ? "open" : this.ws ? "connecting" : "waiting";
+    const state = this.closed
+      ? "closed"
+      : this.ready
+        ? "open"
+        : this.ws
+          ? "connecting"
+          : this.unavailable
+            ? "unavailable"
+            : "waiting";
     return { state, reason: this.failure, attempts: this.attempts };
   }
 
@@ -144,9 +177,9 @@ export class LiveConnection {
   }
 
   /** Sends `subscribe` now if the connection is up, and again after every reconnect. */
-  add(registration: Omit<Registration, "id" | "subscribedOnce">): string {
+  add(registration: Omit<Registration, "id" | "subscribedOnce" | "toldUnavailable">): string {
     const id = newId();
-    const entry: Registration = { ...registration, id, subscribedOnce: false };
+    const entry: Registration = { ...registration, id, subscribedOnce: false, toldUnavailable: false };
     this.registrations.set(id, entry);
     if (this.ready) this.sendSubscribe(entry);
     else this.connect();
@@ -194,12 +227,24 @@ export class LiveConnection {
     const auth = { host: endpoint.httpHost, "x-api-key": endpoint.apiKey };
     const protocols = ["aws-appsync-event-ws", `header-${base64url(JSON.stringify(auth))}`];
     const Impl = this.options.WebSocket ?? (globalThis.WebSocket as unknown as WebSocketFactory | undefined);
+    if (!Impl) {
+      // Retrying cannot help: say what to do, once to each subscription (their onError).
+      this.unavailable = new WebSocketUnavailable();
+      this.failure = this.unavailable.message;
+      for (const entry of this.registrations.values()) {
+        if (entry.toldUnavailable) continue;
+        entry.toldUnavailable = true;
+        entry.onUnavailable(this.unavailable);
+      }
+      this.emit();
+      return;
+    }
+    this.unavailable = null;
     let ws: WebSocketLike;
     try {
-      if (!Impl) throw new Error("no WebSocket in this runtime");
       ws = new Impl(endpoint.realtimeUrl, protocols);
-    } catch {
-      this.lost("WebSocket unavailable");
+    } catch (error) {
+      this.lost(`WebSocket failed: ${error instanceof Error ? error.message : String(error)}`);
       return;
     }
     this.ws = ws;
@@ -215,6 +260,9 @@ export class LiveConnection {
     ws.addEventListener("close", () => {
       if (ws === this.ws) this.lost("WebSocket unavailable");
     });
+    // A close follows every error; but the `ws` package's socket throws an error nobody listens
+    // to (a refused connection would crash the process).
+    ws.addEventListener("error", () => {});
     this.emit();
   }
 
@@ -304,16 +352,19 @@ export class LiveConnection {
 
 /** What a subscription is doing: `connecting` until its `subscribe_success`, `live` while
  *  messages come, `waiting` while the connection is down (a reconnect is scheduled),
- *  `refused` (`subscribe_error`: a bad channel or authorization; not retried), `closed`. */
+ *  `unavailable` (no WebSocket in this runtime and none given: see `onError`), `refused`
+ *  (`subscribe_error`: a bad channel or authorization; not retried), `closed`. A board
+ *  subscription polls whenever it is not `live`. */
 export interface SubscriptionStatus {
-  state: "connecting" | "live" | "waiting" | "refused" | "closed";
+  state: "connecting" | "live" | "waiting" | "unavailable" | "refused" | "closed";
   channel: string | null;
   reason: string;
 }
 
 interface Handlers {
   onStatus?: (status: SubscriptionStatus) => void;
-  /** A failed read (of the board, the entries, the watch...); the subscription goes on. */
+  /** A failed read (of the board, the entries, the watch...), or `WebSocketUnavailable` (no
+   *  WebSocket to connect with); the subscription goes on. */
   onError?: (error: unknown) => void;
 }
 
@@ -326,9 +377,10 @@ interface ClientLike {
   tokenFor(call?: { token?: string | null }): string | null;
 }
 
-/** Why a subscription reads: `subscribed` (the first subscription and every resubscription
- *  after a reconnect), `gap` (a message was missed), `poll` (the socket is down). */
-export type ReadReason = "subscribed" | "gap" | "poll";
+/** Why a subscription reads: `start` (at once when subscribing, whatever the socket does),
+ *  `subscribed` (the channel's subscription acknowledged, the first and after each reconnect),
+ *  `gap` (a message was missed), `poll` (the socket is not up). */
+export type ReadReason = "start" | "subscribed" | "gap" | "poll";
 
 abstract class Subscription<Message> {
   protected readonly client: ClientLike;
@@ -379,7 +431,8 @@ abstract class Subscription<Message> {
     if (this.stopped) return;
     this.setStatus("connecting", "", channel);
     this.unlisten = this.connection.onStatus((status) => {
-      if (this.current.state === "refused" || this.current.state === "closed") return;
+      const state = this.current.state;
+      if (state === "refused" || state === "closed" || state === "unavailable") return;
       if (status.state === "waiting") this.setStatus("waiting", status.reason);
       else if (status.state === "open" && this.current.state === "waiting") this.setStatus("connecting");
     });
@@ -403,6 +456,10 @@ abstract class Subscription<Message> {
         void this.enqueue(() => this.data(message as Message));
       },
       onLost: () => this.lost(),
+      onUnavailable: (error) => {
+        this.setStatus("unavailable", error.message);
+        this.fail(error);
+      },
     });
   }
 
@@ -443,13 +500,15 @@ export interface BoardSubscriptionOptions extends Handlers {
   /** Each message that follows the last one, in order. `gap`: one was missed before it (the
    *  read for it is done by then). */
   onUpdate: (message: BoardMessage, info: { gap: boolean }) => void;
-  /** The page read on (re)subscription, on a gap, and while polling (the default `read`). */
+  /** The page read at once, on (re)subscription, on a gap, and while polling (the default
+   *  `read`). */
   onSnapshot?: (page: EntriesPage, reason: ReadReason) => void;
   /** What to read instead of the default (`entries?limit=<live_top>` of the channel's board
    *  and period): whatever the caller keeps beyond the top. */
   read?: (reason: ReadReason) => Promise<void>;
-  /** While the socket is down, read every this many ms (docs: "poll entries every few
-   *  seconds"). Default 5000; 0: never. */
+  /** While the subscription is not live (the socket cannot connect, was never up, or is
+   *  down), read every this many ms (docs: "poll entries every few seconds"). Default 5000; 0:
+   *  never. */
   pollMs?: number;
 }
 
@@ -489,6 +548,11 @@ export class BoardSubscription extends Subscription<BoardMessage> {
       const region = this.options.region ? `/${this.options.region}` : "";
       const { httpHost, apiKey } = this.connection.endpoint;
       this.register(`${board.live_channel}/${kind}${region}`, () => ({ host: httpHost, "x-api-key": apiKey }));
+      if (this.stopped) return;
+      // Something to show now, whatever the socket does (it may never connect), and polling
+      // until the channel's subscription is acknowledged.
+      this.startPolling();
+      await this.readOnce("start");
     });
   }
 

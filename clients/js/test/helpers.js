@@ -1,5 +1,8 @@
 // What the tests share: the stack they run against (from the environment that
 // tests/clients/test_js_client.py sets after starting `make run`), clients, waiting.
+import assert from "node:assert/strict";
+import { createServer } from "node:net";
+
 import { LeaderboardClient } from "../dist/leaderboard.js";
 
 export const env = {
@@ -44,4 +47,25 @@ export async function until(check, ms = 10_000, what = "condition") {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/** Runs `body` with no global WebSocket (as on Node.js 20), putting it back after. */
+export async function withoutGlobalWebSocket(body) {
+  const saved = Object.getOwnPropertyDescriptor(globalThis, "WebSocket");
+  delete globalThis.WebSocket;
+  try {
+    assert.equal(typeof globalThis.WebSocket, "undefined");
+    return await body();
+  } finally {
+    if (saved) Object.defineProperty(globalThis, "WebSocket", saved);
+  }
+}
+
+/** A local port nobody listens on (it was free a moment ago). */
+export async function freePort() {
+  const server = createServer();
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }

@@ -145,7 +145,14 @@ def outcome(call: Call[T], answer: Answer) -> T:
     if answer.status in call.answers or (call.empty and answer.status == 204):
         if call.empty or not answer.body:
             return cast(T, None)
-        return cast(T, json.loads(answer.body))
+        result = json.loads(answer.body)
+        if call.idempotency_key is not None and isinstance(result, dict):
+            # A single submission (only it sends the header): whether the service replayed an
+            # earlier answer, and the key to retry it with, as the JS client tells them.
+            replayed = answer.headers.get("idempotent-replayed", "").strip().lower() == "true"
+            result["replayed"] = replayed
+            result["idempotency_key"] = call.idempotency_key
+        return cast(T, result)
     try:
         body = json.loads(answer.body) if answer.body else {}
     except ValueError:

@@ -119,13 +119,26 @@ class Standing(TypedDict):
     previous_rank: int | None
 
 
-class SubmitResult(TypedDict):
+class ScoreResult(TypedDict):
+    """What the service answers for a submission (alone, or as a batch item's `result`)."""
+
     board_id: str
     player_id: str
     event_id: str
     applied: bool
     version: int
     standings: list[Standing]
+
+
+class SubmitResult(ScoreResult):
+    """`submit_score`'s result: the answer, and what the client adds to it."""
+
+    replayed: bool
+    """True when the service replayed the first answer to this idempotency key (header
+    `Idempotent-Replayed: true`): the submission counted once, earlier."""
+    idempotency_key: str
+    """The `Idempotency-Key` it was sent with (given, or made by the client): send it again
+    with the same submission to retry it safely."""
 
 
 class BatchItem(TypedDict):
@@ -152,7 +165,7 @@ class ErrorBody(TypedDict):
 class BatchItemResult(TypedDict):
     status: int
     replayed: NotRequired[bool]
-    result: NotRequired[SubmitResult]
+    result: NotRequired[ScoreResult]
     error: NotRequired[ErrorBody]
 
 
