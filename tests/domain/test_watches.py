@@ -35,7 +35,7 @@ def test_every_field_as_given() -> None:
         ({"friends": "bob"}, "friends"),
         ({"friends": ["bob", "bob"]}, "friends"),
         ({"friends": [f"p{i}" for i in range(101)]}, "friends"),
-        ({"friends": ["no spaces"]}, "player_id"),
+        ({"friends": ["no spaces"]}, "friends"),  # issue 36, 6: the field sent, not player_id
         ({"top_n": 0}, "top_n"),
         ({"top_n": 1001}, "top_n"),
         ({"top_n": None}, "top_n"),

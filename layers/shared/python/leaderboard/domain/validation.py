@@ -154,9 +154,10 @@ def require_board_id(value: Any) -> str:
     return value
 
 
-def require_player_id(value: Any) -> str:
+def require_player_id(value: Any, field: str = "player_id") -> str:
+    """A player id; `field` names where it was (a 400 names the field the client sent)."""
     if not isinstance(value, str) or not PLAYER_ID_RE.fullmatch(value):
-        raise BadRequest("player_id must match ^[A-Za-z0-9_.:@-]{1,64}$", field="player_id")
+        raise BadRequest(f"{field} must match ^[A-Za-z0-9_.:@-]{{1,64}}$", field=field)
     return value
 
 

@@ -66,7 +66,7 @@ def parse_watch(body: Any, player_id: str) -> WatchRequest:
             raise BadRequest(
                 f"friends is a list of at most {MAX_FRIENDS} player ids", field="friends"
             )
-        friends = tuple(require_player_id(f) for f in friends)
+        friends = tuple(require_player_id(f, "friends") for f in friends)
         if len(set(friends)) != len(friends):
             raise BadRequest("friends lists a player twice", field="friends")
     top_n = body.get("top_n", DEFAULT_TOP_N)
