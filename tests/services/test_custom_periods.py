@@ -177,6 +177,30 @@ def test_a_season_ended_by_hand(index, database_url, board_id):
     assert board["schedule"] == {"timezone": "UTC"}
 
 
+def test_a_new_season_is_read_by_id_at_once(index, database_url, board_id):
+    """Reads by id are exact at any time (issue 36, 4): a read function that looked the
+    board's seasons up just before an end by hand finds the new season by its id at once,
+    while an id that no season starts at stays 404 without a lookup of its own."""
+    clock = MovableClock(datetime(2026, 11, 22, 12, 0, 0, 250_000, tzinfo=UTC))
+    db = Database(database_url)
+    admin = _custom_board(index, db, board_id, clock, {"timezone": "UTC"})
+    scores = ScoreService(index, ListSink(), clock)
+    reads = ReadService(index, clock)
+    assert reads.entries(board_id, {"period": "custom"})["period"] == "2026-11-22T120000Z"
+    clock.advance(minutes=5)
+    new = admin.end_period(board_id, ADMIN)["current"]["period"]
+    clock.advance(seconds=1)
+    scores.submit(board_id, {"player_id": "ada", "score": 5}, SERVER, None)
+    page = reads.entries(board_id, {"period": new})  # the calendar this reader held is stale
+    assert (page["period"], [e["player_id"] for e in page["entries"]]) == (new, ["ada"])
+    lookups = []
+    real = reads.get_board
+    reads.get_board = lambda b: lookups.append(b) or real(b)  # type: ignore[method-assign]
+    with pytest.raises(NotFound):  # before the current season: the calendar knows
+        reads.entries(board_id, {"period": "2026-11-22T120001Z"})
+    assert lookups == []
+
+
 def test_the_rules_of_custom_periods(index, database_url, board_id, clock):
     db = Database(database_url)
     admin = BoardAdminService(db, index, clock)

@@ -335,7 +335,9 @@ class ReadService:
         self._calendars[board_id] = (time.monotonic() + CALENDAR_SECONDS, calendar)
 
     def _placed(self, board_id: str, period: Period) -> Period:
-        """A custom period (`custom`, or an id) with its bounds on this board."""
+        """A custom period (`custom`, or an id) with its bounds on this board. An id is exact at
+        once: one that may have started since the calendar was looked up (a season ended by
+        hand a moment ago) has it looked up again before it is called unknown."""
         if period.kind != CUSTOM:
             return period
         calendar = self._calendar(board_id)
@@ -343,7 +345,19 @@ class ReadService:
             raise NotFound(
                 f"board {board_id!r} keeps no custom periods", board_id=board_id, period=period.id
             )
-        return calendar.resolve(period, self.clock())
+        now = self.clock()
+        try:
+            return calendar.resolve(period, now)
+        except NotFound:
+            start = period.starts_at
+            current = calendar.period_at(now).starts_at
+            if start is None or current is None or not current < start <= now:
+                raise  # before the current one, or not begun: the calendar knew it
+            self._calendars.pop(board_id, None)
+            fresh = self._calendar(board_id)
+            if fresh is None:
+                raise
+            return fresh.resolve(period, now)
 
     def _scope(self, board_id: str, query: Query) -> tuple[str, Period, str | None]:
         board_id = require_board_id(board_id)
