@@ -17,7 +17,7 @@ help:
 	@echo "make test    lint, type-check, validate the template and run every test (in parallel)"
 	@echo "make test-fast   the tests that need no server, in seconds (the inner loop)"
 	@echo "make test-random the whole suite twice, each time in a new random order"
-	@echo "make token   print bearer tokens for the local stack"
+	@echo "make token   print bearer tokens for the local stack (SUB=name [SCOPE=...]: one token)"
 	@echo "make js-client   build clients/js (npm ci + tsc; make run and make test do it)"
 	@echo "make invoke FN=api_read EVENT=events/api_read_entries.json  run one function (stack running)"
 	@echo "make build   sam build (python3.13/arm64 layers, no Docker needed)"
@@ -31,7 +31,14 @@ help:
 	@echo "             then masters of a Valkey Cluster killed under load (chaos-cluster.json)"
 	@echo "make soak    10 minutes of mixed load, memory and queue depth held to bounds (SOAK_SECONDS=600)"
 
-setup: $(STAMP)
+setup: $(STAMP) $(VENV)/.paths
+
+# The shared layer and the repository on the virtual environment's own path (a .pth file), so
+# `.venv/bin/python -m devstack ...` and `.venv/bin/python -c "import leaderboard"` work as the
+# README writes them, from any folder, without the PYTHONPATH this Makefile exports.
+$(VENV)/.paths: | $(STAMP)
+	@$(PY) -c 'import pathlib, sysconfig; pathlib.Path(sysconfig.get_paths()["purelib"], "leaderboard-dev.pth").write_text("$(CURDIR)/layers/shared/python\n$(CURDIR)\n")'
+	@touch $@
 
 $(STAMP): requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "Python 3.11+ is required")'
@@ -63,8 +70,9 @@ $(JS_BUILT): $(JS_MODULES) $(JS)/tsconfig.json $(wildcard $(JS)/src/*.ts)
 run: setup js-client
 	$(PY) -m devstack run
 
+# make token: the three local tokens; make token SUB=ada [SCOPE=leaderboard/server]: one token
 token: setup
-	@$(PY) -m devstack token
+	@$(PY) -m devstack token $(if $(SUB),--sub '$(SUB)') $(if $(SCOPE),--scope '$(SCOPE)')
 
 invoke: setup
 	@test -n "$(FN)" -a -n "$(EVENT)" || (echo "usage: make invoke FN=<function> EVENT=events/<file>.json" && exit 2)

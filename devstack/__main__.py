@@ -62,6 +62,9 @@ def run(_: argparse.Namespace) -> int:
 def token(args: argparse.Namespace) -> int:
     from devstack import tokens
 
+    if args.scope and not args.sub:
+        print("--scope needs --sub (make token SUB=name SCOPE=...)", file=sys.stderr)
+        return 2
     secret = tokens.local_secret(default_data_dir())
     if args.sub:
         print(tokens.mint(secret, args.sub, args.scope or ""))

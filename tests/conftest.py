@@ -32,6 +32,7 @@ from leaderboard.stores.redis_client import connect
 from leaderboard.stores.redis_index import RedisIndex
 from tests.support.api import InProcessApi
 from tests.support.boards import ListSink, MovableClock
+from tests.support.local_stack import RunningStack, Stack
 
 # `make test` (ci): enough to catch a broken rule every run, each run on new examples; `make
 # test-random` (dev) runs twice as many, `make fuzz` (long) runs the reference-model checks at
@@ -49,7 +50,7 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # A test that asks for one of these (directly or through another fixture) needs a server.
-SERVER_FIXTURES = frozenset({"redis_url", "database_url", "sqs", "event_api"})
+SERVER_FIXTURES = frozenset({"redis_url", "database_url", "sqs", "event_api", "make_run"})
 # Markers of tests that start whole stacks or clusters of their own.
 SERVER_MARKERS = ("server", "e2e", "cluster")
 NO_SERVERS = os.environ.get("TEST_NO_SERVERS") == "1"
@@ -252,3 +253,16 @@ def session_index(redis_url: str) -> Iterator[RedisIndex]:
     client = connect(redis_url)
     yield RedisIndex(client)
     client.close()
+
+
+@pytest.fixture(scope="session")
+def make_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]:
+    """`make run`, started as a newcomer starts it (its own embedded servers), once per worker
+    for every test file that needs only a running stack; stopped as Ctrl-C stops it."""
+    base = tmp_path_factory.mktemp("make-run")
+    base.chmod(0o755)  # the embedded PostgreSQL's user must reach it when running as root
+    stack = Stack(base / "data")
+    try:
+        yield RunningStack(stack)
+    finally:
+        stack.stop()

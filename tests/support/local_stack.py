@@ -107,3 +107,35 @@ class Stack:
         ]
         assert not left, f"processes left behind: {left}"
         return time.monotonic() - started
+
+
+class RunningStack:
+    """What a newcomer has once `make run` is up: the API's URL, the live endpoint and its API
+    key (as `make run` prints them; `.local/stack.json`'s `live`), and tokens for any subject
+    (as `make token SUB=... SCOPE=...` mints them). Shared by every test file of a worker that
+    needs only a running stack: each test works on boards of its own."""
+
+    def __init__(self, stack: Stack) -> None:
+        from devstack import tokens
+
+        self.stack = stack
+        self.url = stack.url
+        state = json.loads((stack.data_dir / "stack.json").read_text())
+        self.live: dict[str, str] = state["live"]
+        self._secret = tokens.local_secret(stack.data_dir)
+
+    def token(self, subject: str, scope: str = "") -> str:
+        from devstack import tokens
+
+        return tokens.mint(self._secret, subject, scope)
+
+    @property
+    def admin_token(self) -> str:
+        return self.token("admin", "leaderboard/admin")
+
+    @property
+    def server_token(self) -> str:
+        return self.token("game-server", "leaderboard/server")
+
+    def request(self, method: str, path: str, body=None, token=None, headers=None):
+        return self.stack.request(method, path, body, token, headers)
