@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -25,6 +26,7 @@ from leaderboard.stores.redis_client import connect
 from leaderboard.stores.redis_index import RedisIndex
 from leaderboard.stores.standings import StandingsStore
 from leaderboard.stores.standings_reads import PostgresReadModel
+from tests.support.api import drain_queue
 from tests.support.boards import ListSink
 
 ADMIN = Caller("admin", frozenset({"leaderboard/admin"}))
@@ -141,7 +143,7 @@ def test_flushall_mid_workload_is_detected_and_repaired(
 
 
 def test_rebuild_route_and_a_put_on_a_lost_board(
-    api, admin_token, server_token, board_id, redis_client
+    api, sqs, queue_url, admin_token, server_token, board_id, redis_client
 ):
     assert (
         api.call("PUT", f"/boards/{board_id}", {"regions": ["EU"]}, token=admin_token).status == 201
@@ -153,9 +155,20 @@ def test_rebuild_route_and_a_put_on_a_lost_board(
             {"player_id": f"p{n}", "score": n, "region": "EU"},
             token=server_token,
         )
-    # The persister has not run for these: what the record holds is what a rebuild restores.
-    summary = api.call("POST", f"/boards/{board_id}/rebuild", token=admin_token)
+    # The persister has not stored these yet: the rebuild stops the board's writes and waits
+    # for the record to hold them (here the persister drains the queue meanwhile), so none is
+    # left out of the rebuilt index.
+    with ThreadPoolExecutor(1) as pool:
+        rebuilding = pool.submit(api.call, "POST", f"/boards/{board_id}/rebuild", token=admin_token)
+        time.sleep(0.5)
+        assert not rebuilding.done()  # waiting for the record
+        drain_queue(sqs, queue_url, lambda e: api.api.invoke("PersisterFunction", e))
+        summary = rebuilding.result(timeout=30)
     assert summary.status == 200 and summary.json()["board_id"] == board_id
+    assert summary.json()["players"] == 5
+    assert [
+        e["player_id"] for e in api.call("GET", f"/boards/{board_id}/entries").json()["entries"]
+    ] == ["p4", "p3", "p2", "p1", "p0"]
     assert api.call("POST", f"/boards/{board_id}/rebuild", token=server_token).status == 403
     assert api.call("POST", "/boards/nope/rebuild", token=admin_token).status == 404
 
@@ -176,6 +189,24 @@ def test_rebuild_route_and_a_put_on_a_lost_board(
         ).status
         == 200
     )
+
+
+def test_a_rebuild_the_record_cannot_serve_yet_changes_nothing(
+    index, database_url, board_id, clock
+):
+    """While acknowledged submissions are still on their way to PostgreSQL, a rebuild would
+    leave them out for good: after its wait it answers 503 and the board is as it was."""
+    db = Database(database_url)
+    BoardAdminService(db, index, clock).put_board(board_id, {}, ADMIN)
+    scores = ScoreService(index, ListSink(), clock)  # the events never reach the record
+    scores.submit(board_id, {"player_id": "ada", "score": 7}, SERVER, None)
+    with pytest.raises(Unavailable) as refused:
+        Rebuilder(db, index).rebuild(board_id, wait_for_record=0.3)
+    assert "persister is behind" in str(refused.value) and refused.value.retry_after == 5
+    reads = ReadService(index, clock)
+    assert [e["player_id"] for e in reads.entries(board_id, {})["entries"]] == ["ada"]
+    assert scores.submit(board_id, {"player_id": "bob", "score": 3}, SERVER, None)  # in service
+    assert not index.rebuild_in_progress(board_id)
 
 
 def test_one_rebuild_at_a_time(index, database_url, board_id, clock):

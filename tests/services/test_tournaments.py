@@ -13,7 +13,13 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from leaderboard.domain.auth import Caller
-from leaderboard.domain.errors import BadRequest, Conflict, TournamentRefused, Unprocessable
+from leaderboard.domain.errors import (
+    BadRequest,
+    Conflict,
+    NotFound,
+    TournamentRefused,
+    Unprocessable,
+)
 from leaderboard.services.boards import BoardAdminService
 from leaderboard.services.reads import ReadService
 from leaderboard.services.rollover import Rollover
@@ -71,8 +77,15 @@ def test_the_window_opens_and_closes_to_the_millisecond(index, database_url, boa
         return scores.submit(board_id, {"player_id": "ada", "score": score}, SERVER, None)
 
     _refused("not_started", play)
+    reads = ReadService(index, clock)
+    # before the start there is nothing to read, and the window is listed as upcoming
+    with pytest.raises(NotFound):
+        reads.entries(board_id, {"period": "custom"})
+    (window,) = [p for p in reads.periods(board_id)["periods"] if p["kind"] == "custom"]
+    assert (window["period"], window["status"]) == ("2026-12-05T180000Z", "upcoming")
     clock.now = START
     assert play(5).body["applied"]
+    assert reads.periods(board_id)["periods"][-1]["status"] == "open"
     clock.now = END - timedelta(milliseconds=1)
     assert play(7).body["applied"]
     clock.now = END

@@ -154,14 +154,22 @@ def _iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
+def period_status(period: Period, now: datetime) -> str:
+    """`upcoming` (a tournament's window before its start), `open` or `closed` (ended; the
+    archive's `archived` is the rollover's to say)."""
+    if period.starts_at is not None and now < period.starts_at:
+        return "upcoming"
+    return "open" if period.is_open_at(now) else "closed"
+
+
 def period_json(period: Period, now: datetime) -> dict[str, str | None]:
-    """A period as the API shows it (status open or closed; the archive's is the rollover's)."""
+    """A period as the API shows it."""
     return {
         "period": period.id,
         "kind": period.kind,
         "starts_at": _iso(period.starts_at),
         "ends_at": _iso(period.ends_at),
-        "status": "open" if period.is_open_at(now) else "closed",
+        "status": period_status(period, now),
     }
 
 

@@ -38,6 +38,7 @@ from leaderboard.domain.periods import (
     is_custom_period_id,
     is_period_id_shape,
     parse_period_id,
+    period_status,
     resolve_period,
 )
 from leaderboard.domain.tournaments import ENDED, OPEN, UPCOMING, Tournament
@@ -674,7 +675,7 @@ class ReadService:
             if period_id in archived:
                 status, entries = "archived", archived[period_id]
             else:
-                status = "open" if period.is_open_at(now) else "closed"
+                status = period_status(period, now)
                 entries = counts[period_id]
             listed.append(
                 {

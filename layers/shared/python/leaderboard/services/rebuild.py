@@ -20,13 +20,17 @@ import psycopg
 
 from leaderboard.domain.boards import BoardConfig
 from leaderboard.domain.clock import to_ms
-from leaderboard.domain.errors import Conflict, NotFound
+from leaderboard.domain.errors import Conflict, NotFound, Unavailable
 from leaderboard.stores.hidden_players import HiddenPlayers
 from leaderboard.stores.postgres import BoardRepository, Database
 from leaderboard.stores.redis_index import RedisIndex
+from leaderboard.stores.standings import StandingsStore
 
 log = logging.getLogger("leaderboard.rebuild")
 VERSION_GAP = 1_000_000_000  # more events than could ever be in flight when data is lost
+# How long a rebuild waits for the persister to store the board's acknowledged submissions
+# (the queue's batching window is 5 s); API Gateway answers at 30 s.
+RECORD_WAIT_SECONDS = 15.0
 
 
 @dataclass
@@ -86,7 +90,12 @@ class Rebuilder:
                 )
         return reports
 
-    def rebuild(self, board_id: str) -> RebuildReport:
+    def rebuild(
+        self, board_id: str, *, wait_for_record: float = RECORD_WAIT_SECONDS
+    ) -> RebuildReport:
+        """Load the board from the record, once the record holds every submission the board
+        acknowledged (Unavailable, with nothing changed, if the persister does not catch up
+        within `wait_for_record` seconds)."""
         started = time.perf_counter()
         board = self.boards.get(board_id)
         if board is None:
@@ -95,6 +104,7 @@ class Rebuilder:
         if not self.index.lock_rebuild(board_id):
             raise Conflict(f"a rebuild of board {board_id!r} is already in progress")
         try:
+            self._wait_for_record(board, wait_for_record)
             self._rebuild(board, report)
         finally:
             self.index.unlock_rebuild(board_id)
@@ -108,6 +118,32 @@ class Rebuilder:
             report.seconds,
         )
         return report
+
+    def _wait_for_record(self, board: BoardConfig, seconds: float) -> None:
+        """Writes stop first; then the submissions still in the board's outbox (each stays
+        there until the relay finds it in PostgreSQL) must reach the record, or a rebuild now
+        would leave them out of the serving index for good. A board whose data was lost has
+        no outbox left: the scheduled recovery waits for the queue instead (recover)."""
+        self.index.stop_writes(board.board_id, board.shards)
+        pending = set(self.index.outbox_event_ids(board.board_id, board.shards))
+        if not pending:
+            return
+        record = StandingsStore(self.db)
+        deadline = time.monotonic() + seconds
+        while True:
+            pending -= record.stored_event_ids(sorted(pending))
+            if not pending:
+                return
+            if time.monotonic() >= deadline:
+                self.index.publish_board(board)  # back in service, as it was
+                raise Unavailable(
+                    f"{len(pending)} of the board's acknowledged submissions are not in "
+                    "PostgreSQL yet (the persister is behind); nothing was rebuilt: retry",
+                    retry_after=5,
+                    board_id=board.board_id,
+                )
+            log.info("rebuild of %s waits for %d events to be stored", board.board_id, len(pending))
+            time.sleep(0.2)
 
     def _rebuild(self, board: BoardConfig, report: RebuildReport) -> None:
         board_id = board.board_id

@@ -21,9 +21,7 @@ from typing import Protocol
 from leaderboard.domain.events import ScoreEvent
 from leaderboard.domain.submissions import Submission
 from leaderboard.services.scores import EventSink, build_event
-from leaderboard.stores.redis_index import RedisIndex
-
-LIVE_ONLY_CHANGES = frozenset({"hide", "unhide", "remove"})
+from leaderboard.stores.redis_index import LIVE_ONLY_OPERATIONS, RedisIndex
 
 
 class EventRecord(Protocol):
@@ -76,7 +74,7 @@ class OutboxRelay:
                 break
             events: list[ScoreEvent] = []
             for _, result, fields in entries:
-                if result.operation in LIVE_ONLY_CHANGES:
+                if result.operation in LIVE_ONLY_OPERATIONS:
                     continue
                 submission = Submission(
                     player_id=fields["p"],

@@ -144,6 +144,11 @@ def _script(name: str) -> str:
     return text
 
 
+# Outbox entries for the live publisher alone (visibility.lua, delete_player.lua): the admin
+# routes record these in PostgreSQL themselves, so the relay trims them without sending them.
+LIVE_ONLY_OPERATIONS = frozenset({"hide", "unhide", "remove"})
+
+
 class BoardKeys:
     """Key names of one board; all share the board's hash tag."""
 
@@ -1049,6 +1054,35 @@ class RedisIndex:
     @guarded
     def unlock_rebuild(self, board_id: str) -> None:
         self.client.delete(BoardKeys(board_id).prefix + "rebuilding")
+
+    @guarded
+    def stop_writes(self, board_id: str, shards: int = 1) -> None:
+        """Refuse the board's writes, clearing nothing else: its rules (and its shards') go,
+        so a submission answers 503 "being restored" as for a lost board, and reads come from
+        the record. The first step of a rebuild; publish_board ends it."""
+        names = [board_id, *(shard_board_ids(board_id, shards) if shards > 1 else [])]
+        for name in names:  # one key a call: on a cluster the shards' rules are on other slots
+            self.client.delete(BoardKeys(name).cfg)
+        self._rules.pop(board_id, None)
+
+    @guarded
+    def outbox_event_ids(self, board_id: str, shards: int = 1, *, chunk: int = 1000) -> list[str]:
+        """The score events still in the board's outboxes: each stays until the relay finds
+        it in PostgreSQL, so these are the ones the record may lack (live-only entries, a
+        hiding or a removal, are no score events)."""
+        found: list[str] = []
+        for name in [board_id, *(shard_board_ids(board_id, shards) if shards > 1 else [])]:
+            key, start = BoardKeys(name).outbox, "-"
+            while True:
+                rows = self.client.xrange(key, start, "+", count=chunk)
+                for _, fields in rows:
+                    head = fields.get("r", "").split("\n", 1)[0].split("\t")
+                    if len(head) >= 5 and head[4] not in LIVE_ONLY_OPERATIONS:
+                        found.append(head[0])
+                if len(rows) < chunk:
+                    break
+                start = "(" + rows[-1][0]
+        return found
 
     @guarded
     def hide_board(self, board_id: str, shards: int = 1) -> int:
