@@ -261,7 +261,11 @@ def make_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningStack]
     for every test file that needs only a running stack; stopped as Ctrl-C stops it."""
     base = tmp_path_factory.mktemp("make-run")
     base.chmod(0o755)  # the embedded PostgreSQL's user must reach it when running as root
-    stack = Stack(base / "data")
+    # The schedules ten times as often (README: LOCAL_SCHEDULE_SCALE), so a test waits seconds,
+    # not a minute, for the rollover's run; webhook retries come quickly too.
+    stack = Stack(
+        base / "data", env={"LOCAL_SCHEDULE_SCALE": "0.1", "WEBHOOK_RETRY_BASE_SECONDS": "1"}
+    )
     try:
         yield RunningStack(stack)
     finally:
