@@ -53,13 +53,21 @@ class Received:
             envelope: Any = json.loads(self.body)
         except ValueError:
             envelope = None
+        attempt = self.attempt
         return {
             "event_id": self.event_id,
-            "attempt": self.attempt,
+            "attempt": int(attempt) if attempt and attempt.isdigit() else attempt,
             "verified": self.verified,
             "duplicate": self.duplicate,
             "answered": self.answered,
             "event": envelope,
+            # what a receiver of one's own sees, to check the signature with the recipe
+            "headers": {
+                name: value
+                for name, value in self.headers.items()
+                if name.startswith("leaderboard-") or name == "content-type"
+            },
+            "body": self.body.decode("utf-8", "replace"),
         }
 
 

@@ -33,7 +33,7 @@ def test_hooks_over_the_api_reach_the_record_and_the_review_route(
     bad = api.call(
         "PUT", f"/boards/{board_id}", {"validation_hook": {"target": "evil"}}, token=admin_token
     )
-    assert bad.status == 422 and bad.json()["field"] == "validation_hook"  # not configured
+    assert bad.status == 422 and bad.json()["field"] == "validation_hook.target"  # not configured
 
     def submit(player, score):
         return api.call(

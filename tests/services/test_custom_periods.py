@@ -189,6 +189,9 @@ def test_a_new_season_is_read_by_id_at_once(index, database_url, board_id):
     assert reads.entries(board_id, {"period": "custom"})["period"] == "2026-11-22T120000Z"
     clock.advance(minutes=5)
     new = admin.end_period(board_id, ADMIN)["current"]["period"]
+    # before it starts (the next whole second), the id the end named reads as the empty season
+    early = reads.entries(board_id, {"period": new})
+    assert (early["period"], early["entries"], early["total"]) == (new, [], 0)
     clock.advance(seconds=1)
     scores.submit(board_id, {"player_id": "ada", "score": 5}, SERVER, None)
     page = reads.entries(board_id, {"period": new})  # the calendar this reader held is stale

@@ -281,3 +281,13 @@ def test_the_rules_of_tournaments(index, database_url, board_id, clock):
     admin.put_board(other, {}, ADMIN)
     with pytest.raises(Conflict):  # not a tournament
         scores.join(other, {"player_id": "a"}, SERVER)
+
+
+def test_join_names_an_unknown_body_field_as_every_route_does(index, database_url, board_id):
+    """An unknown field on /join is 400 with the name in `fields`, not a complaint about
+    player_id (issue 36: an outside client found it)."""
+    _tournament(index, Database(database_url), board_id, MovableClock(START))
+    scores = ScoreService(index, ListSink(), MovableClock(START))
+    with pytest.raises(BadRequest) as caught:
+        scores.join(board_id, {"player_id": "ada", "team": "x"}, SERVER)
+    assert (caught.value.details["fields"], caught.value.details["field"]) == (["team"], "team")

@@ -26,6 +26,7 @@ from leaderboard.domain.tiebreakers import TieBreaker, parse_columns, script_spe
 from leaderboard.domain.tournaments import Tournament
 from leaderboard.domain.validation import (
     REGION_RE,
+    known_fields,
     require_board_id,
     require_int,
     require_score,
@@ -379,9 +380,7 @@ def parse_board_request(
     shape is checked before any rule it cannot state (Unprocessable, 422): a field's own (an
     unknown zone, a hook the deployment does not list), then the rules between fields.
     """
-    unknown = sorted(set(body) - set(_FIELDS) - {"board_id"})
-    if unknown:
-        raise BadRequest(f"unknown field(s): {', '.join(unknown)}", fields=unknown)
+    known_fields(body, {*_FIELDS, "board_id"})
     if "board_id" in body:
         require_board_id(body["board_id"])
     changes: dict[str, Any] = {}

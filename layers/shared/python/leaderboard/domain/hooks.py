@@ -22,6 +22,7 @@ from typing import Any
 
 from leaderboard.domain.errors import BadRequest, Unprocessable
 from leaderboard.domain.submissions import Submission
+from leaderboard.domain.validation import known_fields
 
 FIELD = "validation_hook"
 MIN_TIMEOUT_MS = 10
@@ -84,15 +85,14 @@ def parse_hook_field(value: Any, allowed_targets: Collection[str]) -> HookConfig
         return None
     if not isinstance(value, dict):
         raise BadRequest(f"{FIELD} must be null or an object", field=FIELD)
-    unknown = sorted(set(value) - {"target", "timeout_ms", "on_failure"})
-    if unknown:
-        raise BadRequest(f"{FIELD} has unknown field(s): {', '.join(unknown)}", field=FIELD)
+    known_fields(value, {"target", "timeout_ms", "on_failure"}, FIELD)
     target = value.get("target")
     if not isinstance(target, str) or not (
         LAMBDA_ARN_RE.fullmatch(target) or LOCAL_NAME_RE.fullmatch(target)
     ):
         raise BadRequest(
-            f"{FIELD}.target must be a Lambda function ARN or a configured hook name", field=FIELD
+            f"{FIELD}.target must be a Lambda function ARN or a configured hook name",
+            field=f"{FIELD}.target",
         )
     timeout = value.get("timeout_ms", DEFAULT_TIMEOUT_MS)
     if isinstance(timeout, float) and timeout.is_integer():  # 500.0 is 500, as in JSON Schema
@@ -104,16 +104,16 @@ def parse_hook_field(value: Any, allowed_targets: Collection[str]) -> HookConfig
     ):
         raise BadRequest(
             f"{FIELD}.timeout_ms must be an integer from {MIN_TIMEOUT_MS} to {MAX_TIMEOUT_MS}",
-            field=FIELD,
+            field=f"{FIELD}.timeout_ms",
         )
     on_failure = value.get("on_failure", "closed")
     if on_failure not in ON_FAILURE:
-        raise BadRequest(f"{FIELD}.on_failure must be closed or open", field=FIELD)
+        raise BadRequest(f"{FIELD}.on_failure must be closed or open", field=f"{FIELD}.on_failure")
     if target not in allowed_targets:  # well-formed, but not one this deployment allows
         raise Unprocessable(
             f"{FIELD}.target {target!r} is not one of this deployment's validation hooks "
             "(VALIDATION_HOOK_ARNS, or LOCAL_VALIDATION_HOOKS locally)",
-            field=FIELD,
+            field=f"{FIELD}.target",
         )
     return HookConfig(target=target, timeout_ms=timeout, on_failure=on_failure)
 

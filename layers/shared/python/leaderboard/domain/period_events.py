@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from leaderboard.domain.errors import BadRequest, Unprocessable
 from leaderboard.domain.periods import Period
+from leaderboard.domain.validation import known_fields
 
 EVENT_TYPE = "period.ended"
 REASONS = ("schedule", "manual", "tournament")
@@ -113,9 +114,7 @@ def _tier(raw: Any, position: int) -> RewardTier:
     where = f"rewards.tiers[{position}]"
     if not isinstance(raw, Mapping):
         raise BadRequest(f"{where} must be an object")
-    unknown = set(raw) - {"name", "ranks", "top_percent"}
-    if unknown:
-        raise BadRequest(f"{where} has unknown field(s): {', '.join(sorted(unknown))}")
+    known_fields(raw, {"name", "ranks", "top_percent"}, where)
     name = raw.get("name")
     if not isinstance(name, str) or not 1 <= len(name) <= 32 or not set(name) <= TIER_NAME_CHARS:
         raise BadRequest(f"{where}.name must be 1-32 lowercase letters, digits, - or _")
@@ -148,9 +147,7 @@ def parse_rewards(raw: Any) -> Rewards:
         return Rewards()
     if not isinstance(raw, Mapping):
         raise BadRequest("rewards must be an object")
-    unknown = set(raw) - {"top", "tiers"}
-    if unknown:
-        raise BadRequest(f"rewards has unknown field(s): {', '.join(sorted(unknown))}")
+    known_fields(raw, {"top", "tiers"}, "rewards")
     top = _strict_int(raw.get("top", DEFAULT_TOP), "rewards.top", 0, MAX_TOP)
     tiers_raw = raw.get("tiers", [])
     if not isinstance(tiers_raw, list) or len(tiers_raw) > MAX_TIERS:

@@ -23,6 +23,7 @@ from functools import lru_cache
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from leaderboard.domain.errors import BadRequest, Unprocessable
+from leaderboard.domain.validation import known_fields
 
 _MONTHS = ("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC")
 _DAYS = ("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT")
@@ -51,7 +52,7 @@ def _value(text: str, names: tuple[str, ...], offset: int, field: str) -> int:
         return int(text)
     if text in names:
         return names.index(text) + offset
-    raise Unprocessable(f"schedule.cron: {text!r} is not a valid {field}", field="schedule")
+    raise Unprocessable(f"schedule.cron: {text!r} is not a valid {field}", field="schedule.cron")
 
 
 def _parse_field(
@@ -61,7 +62,9 @@ def _parse_field(
     for item in text.upper().split(","):
         match = _ITEM.fullmatch(item)
         if not match:
-            raise Unprocessable(f"schedule.cron: {item!r} is not a valid {field}", field="schedule")
+            raise Unprocessable(
+                f"schedule.cron: {item!r} is not a valid {field}", field="schedule.cron"
+            )
         span, step_text = match.group(1), match.group(2)
         if span == "*":
             first, last = low, high
@@ -77,7 +80,7 @@ def _parse_field(
         if not (low <= first <= high and low <= last <= high) or first > last or step < 1:
             raise Unprocessable(
                 f"schedule.cron: {item!r} is out of range for the {field} ({low}-{high})",
-                field="schedule",
+                field="schedule.cron",
             )
         values.update(range(first, last + 1, step))
     return frozenset(values)
@@ -124,14 +127,15 @@ def _cron_shape(text: object) -> None:
     if not isinstance(text, str) or not CRON_SHAPE.fullmatch(text):
         raise BadRequest(
             "schedule.cron must have five fields: minute hour day-of-month month day-of-week",
-            field="schedule",
+            field="schedule.cron",
         )
 
 
 def _zone_shape(name: object) -> None:
     if not isinstance(name, str) or len(name) > MAX_ZONE_LENGTH or not ZONE_SHAPE.fullmatch(name):
         raise BadRequest(
-            "schedule.timezone must be an IANA time zone name like Europe/Berlin", field="schedule"
+            "schedule.timezone must be an IANA time zone name like Europe/Berlin",
+            field="schedule.timezone",
         )
 
 
@@ -142,7 +146,7 @@ def _zone(name: str) -> ZoneInfo:
     except (ZoneInfoNotFoundError, ValueError, OSError) as error:
         raise Unprocessable(
             f"schedule.timezone: unknown time zone {name!r} (an IANA name such as Europe/Berlin)",
-            field="schedule",
+            field="schedule.timezone",
         ) from error
 
 
@@ -192,12 +196,7 @@ class Schedule:
                 '"Europe/Berlin"}',
                 field="schedule",
             )
-        unknown = set(value) - {"cron", "timezone"}
-        if unknown:
-            raise BadRequest(
-                f"schedule: unknown field {sorted(unknown)[0]!r} (cron, timezone)",
-                field="schedule",
-            )
+        known_fields(value, {"cron", "timezone"}, "schedule")
         cron = value.get("cron")
         zone = value.get("timezone", "UTC")
         _zone_shape(zone)
@@ -210,7 +209,7 @@ class Schedule:
                 parsed.day_matches(date(2024, 1, 1) + timedelta(days=n)) for n in range(366 * 4 + 1)
             ):
                 raise Unprocessable(
-                    f"schedule.cron {cron!r} never fires (no day matches)", field="schedule"
+                    f"schedule.cron {cron!r} never fires (no day matches)", field="schedule.cron"
                 )
         return cls(cron, zone)
 

@@ -12,6 +12,7 @@ from leaderboard.domain.errors import BadRequest, DomainError
 from leaderboard.domain.tiebreakers import parse_values
 from leaderboard.domain.validation import (
     IDEMPOTENCY_KEY_RE,
+    known_fields,
     require_player_id,
     require_region,
     require_score,
@@ -81,9 +82,7 @@ def _metadata(value: Any) -> dict[str, str | int | float | bool] | None:
 
 
 def parse_submission(body: dict[str, Any], caller: Caller) -> Submission:
-    unknown = sorted(set(body) - _FIELDS)
-    if unknown:
-        raise BadRequest(f"unknown field(s): {', '.join(unknown)}", fields=unknown)
+    known_fields(body, _FIELDS)
     if "score" not in body:
         raise BadRequest("score is required", field="score")
     requested = body.get("player_id")
@@ -119,9 +118,7 @@ class BatchItem:
 def parse_batch(body: dict[str, Any], caller: Caller) -> list[BatchItem]:
     """`{"submissions": [...]}` with 1 to 500 items; the envelope's errors fail the request,
     an item's errors only that item."""
-    unknown = sorted(set(body) - _BATCH_FIELDS)
-    if unknown:
-        raise BadRequest(f"unknown field(s): {', '.join(unknown)}", fields=unknown)
+    known_fields(body, _BATCH_FIELDS)
     items = body.get("submissions")
     if not isinstance(items, list) or not 1 <= len(items) <= MAX_BATCH_ITEMS:
         raise BadRequest(

@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from leaderboard.domain.errors import BadRequest, Unprocessable
+from leaderboard.domain.validation import known_fields
 
 MAX_PARTICIPANTS = 10_000_000
 MAX_ATTEMPTS = 1_000_000
@@ -42,7 +43,7 @@ def _timestamp(value: Any, name: str) -> str:
         raise BadRequest(
             f"tournament.{name} must be an ISO 8601 timestamp with a zone, like "
             "2026-12-05T18:00:00Z",
-            field="tournament",
+            field=f"tournament.{name}",
         )
     return value
 
@@ -53,7 +54,7 @@ def _instant(value: str, name: str) -> datetime:
         return moment.astimezone(UTC).replace(microsecond=0)
     except (ValueError, OverflowError):
         raise Unprocessable(
-            f"tournament.{name} is no instant: {value!r}", field="tournament"
+            f"tournament.{name} is no instant: {value!r}", field=f"tournament.{name}"
         ) from None
 
 
@@ -64,7 +65,8 @@ def _cap(value: Any, name: str, most: int) -> int | None:
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
         raise BadRequest(
-            f"tournament.{name} must be null or an integer from 1 to {most:,}", field="tournament"
+            f"tournament.{name} must be null or an integer from 1 to {most:,}",
+            field=f"tournament.{name}",
         )
     return value
 
@@ -93,25 +95,27 @@ class Tournament:
                 field="tournament",
             )
         known = {"starts_at", "ends_at", "join_required", "max_participants", "max_attempts"}
-        unknown = sorted(set(value) - known)
-        if unknown:
-            raise BadRequest(f"tournament: unknown field {unknown[0]!r}", field="tournament")
+        known_fields(value, known, "tournament")
         for name in ("starts_at", "ends_at"):
             if name not in value:
-                raise BadRequest(f"tournament.{name} is required", field="tournament")
+                raise BadRequest(f"tournament.{name} is required", field=f"tournament.{name}")
         starts_text = _timestamp(value["starts_at"], "starts_at")
         ends_text = _timestamp(value["ends_at"], "ends_at")
         join = value.get("join_required", False)
         if not isinstance(join, bool):
-            raise BadRequest("tournament.join_required must be true or false", field="tournament")
+            raise BadRequest(
+                "tournament.join_required must be true or false", field="tournament.join_required"
+            )
         participants = _cap(value.get("max_participants"), "max_participants", MAX_PARTICIPANTS)
         attempts = _cap(value.get("max_attempts"), "max_attempts", MAX_ATTEMPTS)
         starts = _instant(starts_text, "starts_at")
         ends = _instant(ends_text, "ends_at")
         if ends <= starts:
-            raise Unprocessable("tournament.ends_at must be after starts_at", field="tournament")
+            raise Unprocessable(
+                "tournament.ends_at must be after starts_at", field="tournament.ends_at"
+            )
         if ends - starts > MAX_LENGTH:
-            raise Unprocessable("a tournament lasts at most 366 days", field="tournament")
+            raise Unprocessable("a tournament lasts at most 366 days", field="tournament.ends_at")
         return cls(starts, ends, join, participants, attempts)
 
     def to_json(self) -> dict[str, Any]:

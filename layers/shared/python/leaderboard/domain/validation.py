@@ -204,6 +204,16 @@ def require_idempotency_key(value: str | None) -> str | None:
     return value
 
 
+def known_fields(body: Mapping[str, object], allowed: Collection[str], within: str = "") -> None:
+    """Unknown body fields are refused, each named in `fields` (a nested object's as
+    `within.name`, a list item's as `within[i].name`) and the first in `field`: one rule on
+    every route (docs/API.md, "Conventions")."""
+    unknown = sorted(set(body) - set(allowed))
+    if unknown:
+        names = [f"{within}.{name}" if within else name for name in unknown]
+        raise BadRequest(f"unknown field(s): {', '.join(names)}", field=names[0], fields=names)
+
+
 def known_params(query: Mapping[str, object], allowed: Collection[str]) -> None:
     """Unknown query parameters are refused, named in `fields`: a typo never passes silently."""
     unknown = sorted(set(query) - set(allowed))

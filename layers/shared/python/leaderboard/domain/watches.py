@@ -11,7 +11,12 @@ from typing import Any
 from leaderboard.domain.boards import BoardConfig
 from leaderboard.domain.errors import BadRequest, Unprocessable
 from leaderboard.domain.periods import ALL_TIME, BOARD_PERIOD_KINDS
-from leaderboard.domain.validation import require_int, require_player_id, require_region
+from leaderboard.domain.validation import (
+    known_fields,
+    require_int,
+    require_player_id,
+    require_region,
+)
 
 DEFAULT_TOP_N = 10
 MAX_TOP_N = 1000
@@ -54,9 +59,7 @@ def parse_watch(body: Any, player_id: str) -> WatchRequest:
         body = {}
     if not isinstance(body, dict):
         raise BadRequest("the body must be a JSON object")
-    unknown = sorted(set(body) - _FIELDS)
-    if unknown:
-        raise BadRequest(f"unknown field {unknown[0]!r}", field=unknown[0])
+    known_fields(body, _FIELDS)
     for name in ("period", "friends"):  # `null` is no way to ask for the default: leave it out
         if name in body and body[name] is None:
             raise BadRequest(f"{name} may be left out, not null", field=name)

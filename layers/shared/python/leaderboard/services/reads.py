@@ -7,6 +7,7 @@ import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from leaderboard.domain.auth import Caller
@@ -71,6 +72,7 @@ Query = Mapping[str, str | None]
 _ENTRIES_PARAMS = {"period", "region", "offset", "limit", "around_rank", "viewer", "by", "team"}
 _PLAYER_PARAMS = {"period", "region", "viewer", "by", "team"}
 _AROUND_PARAMS = {"period", "region", "count", "viewer", "by", "team"}
+_SECOND = timedelta(seconds=1)  # an end by hand takes effect at the next whole second
 _PLAYERS_PARAMS = {"ids", "period", "region", "viewer", "by", "team"}
 _STANDINGS_PARAMS = {"region", "viewer"}
 _TOURNAMENTS_PARAMS = {"status"}
@@ -352,7 +354,7 @@ class ReadService:
         except NotFound:
             start = period.starts_at
             current = calendar.period_at(now).starts_at
-            if start is None or current is None or not current < start <= now:
+            if start is None or current is None or not current < start <= now + _SECOND:
                 raise  # before the current one, or not begun: the calendar knew it
             self._calendars.pop(board_id, None)
             fresh = self._calendar(board_id)
@@ -367,10 +369,21 @@ class ReadService:
         region = None if raw_region in (None, "") else require_region(raw_region)
         return board_id, period, region
 
-    def _require_data(self, period: Period, window: Window) -> None:
-        """A past or future period with no entries is unknown (404); the open one is just empty."""
-        if window.total == 0 and period.kind != ALL_TIME and not period.is_open_at(self.clock()):
-            raise NotFound(f"no data for period {period.id}", period=period.id)
+    def _require_data(self, board_id: str, period: Period, total: int) -> None:
+        """A past or future period with no entries is unknown (404); the open one is just empty,
+        and so is the season an end by hand starts at the next whole second: the end's answer
+        named it, and a read of it must not say it is unknown."""
+        if total or period.kind == ALL_TIME:
+            return
+        now = self.clock()
+        if period.is_open_at(now):
+            return
+        start = period.starts_at
+        if period.kind == CUSTOM and start is not None and now < start <= now + _SECOND:
+            cached = self._calendars.get(board_id)
+            if cached is not None and cached[1] is not None and start in cached[1].ends:
+                return
+        raise NotFound(f"no data for period {period.id}", period=period.id)
 
     @staticmethod
     def _envelope(
@@ -425,7 +438,7 @@ class ReadService:
                 viewer=reader.player,
                 ranks=reader.ranks,
             )
-        self._require_data(period, window)
+        self._require_data(board_id, period, window.total)
         return self._envelope_of(reader, board_id, period, region, window.total, degraded) | {
             "entries": [reader.entry(e) for e in window.entries]
         }
@@ -514,8 +527,7 @@ class ReadService:
                 board_id, period, region, ids, viewer=me, ranks=ranks
             ),
         )
-        if chosen.total == 0 and period.kind != ALL_TIME and not period.is_open_at(self.clock()):
-            raise NotFound(f"no data for period {period.id}", period=period.id)
+        self._require_data(board_id, period, chosen.total)
         found = {entry.player_id for entry in chosen.entries}
         envelope = self._envelope_of(viewer, board_id, period, region, chosen.total, degraded)
         return envelope | {

@@ -22,6 +22,7 @@ from leaderboard.domain.hooks import HookConfig, HookFailure, Screening, screeni
 from leaderboard.domain.periods import current_periods
 from leaderboard.domain.submissions import Submission, parse_batch, parse_submission
 from leaderboard.domain.validation import (
+    known_fields,
     require_board_id,
     require_idempotency_key,
     require_player_id,
@@ -119,8 +120,9 @@ class ScoreService:
         """Sign a player up for a tournament: a player token signs itself up, a server or
         admin token names `player_id` (as for submissions)."""
         board_id = require_board_id(board_id)
-        if not isinstance(body, dict) or set(body) - {"player_id"}:
-            raise BadRequest("the body may name only player_id", field="player_id")
+        if not isinstance(body, dict):
+            raise BadRequest("the body must be a JSON object")
+        known_fields(body, {"player_id"})
         requested = body.get("player_id")
         if requested is not None:
             requested = require_player_id(requested)
