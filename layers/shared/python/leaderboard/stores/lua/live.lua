@@ -269,6 +269,8 @@ local function watched(zkey, mkey, wkeys, players, before_ranks, changes, meta_k
             if m and m.rank and passed(m) then by[#by + 1] = {m, 1} end
           end
           local friends_by = #by
+          -- friends first, and among them, as among the others, the nearest first
+          table.sort(by, function(x, y) return x[1].rank > y[1].rank end)
           -- the others, nearest first: from the last mover ahead of the player upwards
           local lo, hi = 1, #movers
           while lo <= hi do
