@@ -63,7 +63,7 @@ def test_validation_hooks_on_the_local_stack(data_dir):
             "PUT", "/boards/nope", {"validation_hook": {"target": "os_system"}}, token=admin
         )
         # well-formed, but not a hook this deployment lists: 422
-        assert status == 422 and json.loads(body)["field"] == "validation_hook"
+        assert status == 422 and json.loads(body)["field"] == "validation_hook.target"
 
         def submit(board: str, player: str, score: int) -> tuple[int, dict, dict]:
             status, headers, body = stack.request(
