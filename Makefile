@@ -9,7 +9,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # The shared layer is importable exactly as Lambda mounts it (/opt/python).
 export PYTHONPATH := $(CURDIR)/layers/shared/python:$(CURDIR)
 
-.PHONY: help setup js-client run test test-fast test-random static lint typecheck validate unit token invoke build lock clean browser \
+.PHONY: help setup js-client run test test-steps test-deep test-fast test-random static lint typecheck validate unit token invoke build lock clean browser \
 	bench engine runtime-python chaos soak fuzz lambda-image sam-env sam-invoke
 
 help:
@@ -17,6 +17,7 @@ help:
 	@echo "make test    lint, type-check, validate the template and run every test (in parallel)"
 	@echo "make test-fast   the tests that need no server, in seconds (the inner loop)"
 	@echo "make test-random the whole suite twice, each time in a new random order"
+	@echo "make test-deep   the property tests at their full example counts (minutes)"
 	@echo "make token   print bearer tokens for the local stack (SUB=name [SCOPE=...]: one token)"
 	@echo "make js-client   build clients/js (npm ci + tsc; make run and make test do it)"
 	@echo "make invoke FN=api_read EVENT=events/api_read_entries.json  run one function (stack running)"
@@ -112,9 +113,24 @@ static: setup
 # The static checks run beside the suite, not before it: they are CPU work and the suite mostly
 # waits on servers, so together they end sooner than one after the other (either failing fails
 # the target). Chromium and Docker are installed first: package installs must not race the
-# test workers (see `engine`).
-test: browser engine
+# test workers (see `engine`). The whole target is timed against its budget (README, Testing):
+# pytest's report ("where the time went") says which files and set-ups took it.
+TEST_BUDGET_SECONDS := 480
+test:
+	@start=$$(date +%s); $(MAKE) --no-print-directory test-steps; status=$$?; \
+	  took=$$(( $$(date +%s) - start )); \
+	  echo "make test: $${took} s of its $(TEST_BUDGET_SECONDS) s budget ($$(( took * 100 / $(TEST_BUDGET_SECONDS) ))%; README, Testing)"; \
+	  exit $$status
+
+test-steps: browser engine
 	@$(MAKE) --no-print-directory -j4 lint typecheck validate unit
+
+# The property tests at their full example counts (tests/support/examples.py: 100 examples for
+# most, 12x `make test`'s for those with a count of their own); the fuzz at length is `make fuzz`.
+# Run it after changing a Lua script, a ranking rule or the reference model, before a release,
+# and when a property test failed once in CI (PYTEST_ARGS="-k name" for one).
+test-deep: setup
+	HYPOTHESIS_PROFILE=deep $(PY) -m pytest $(PARALLEL) -q -m "property and not e2e" $(PYTEST_ARGS)
 
 # The inner loop: every test that needs no server (no Valkey, PostgreSQL, SQS or event API,
 # no stack) and is not slow. TEST_NO_SERVERS=1 makes starting a server fail the test.
@@ -123,7 +139,7 @@ test-fast: setup
 
 # No hidden order dependence: the whole suite twice in a row, each time in a new random order
 # (pytest-randomly; a failure prints the seed: PYTEST_ARGS="-p randomly --randomly-seed=N"),
-# the property tests with the dev profile's 25 examples, not `make test`'s 12.
+# the property tests with the dev profile's examples, twice `make test`'s.
 test-random: setup
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-dev} $(PY) -m pytest $(PARALLEL) -p randomly $(PYTEST_ARGS)
 	HYPOTHESIS_PROFILE=$${HYPOTHESIS_PROFILE:-dev} $(PY) -m pytest $(PARALLEL) -p randomly $(PYTEST_ARGS)

@@ -35,6 +35,7 @@ from devstack.servers import (
     LocalSQS,
     free_port,
     postgres_data_dir,
+    reserve_port,
 )
 from devstack.template import Template, default_data_dir, load
 from devstack.webhook_receiver import PATH as WEBHOOK_PATH
@@ -139,6 +140,7 @@ class LocalStack:
     def start(self) -> None:
         data = self.config.data_dir
         data.mkdir(parents=True, exist_ok=True)
+        reserve_port(self.config.port)  # bound last: no store or event API may take it first
         try:
             self._start_stores(data)
             self._loop = _new_loop_thread()

@@ -30,23 +30,22 @@ from devstack.webhook_receiver import WEBHOOK_PLACEHOLDER_ENV
 from leaderboard.stores.postgres import apply_migrations
 from leaderboard.stores.redis_client import connect
 from leaderboard.stores.redis_index import RedisIndex
+from tests.support import examples, time_report
 from tests.support.api import InProcessApi
 from tests.support.boards import ListSink, MovableClock
 from tests.support.local_stack import RunningStack, Stack
 
-# `make test` (ci): enough to catch a broken rule every run, each run on new examples; `make
-# test-random` (dev) runs twice as many, `make fuzz` (long) runs the reference-model checks at
-# length. The suite must stay under 8 minutes: at 25 examples the property tests were a few
-# minutes of its CPU time, and every example of one reaches Redis.
-settings.register_profile(
-    "ci", max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
-settings.register_profile(
-    "long", max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
-settings.register_profile(
-    "dev", max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+# Examples per property test (tests/support/examples.py; README, "Testing"): `make test` (ci)
+# enough to catch a broken rule every run, each run on new examples; `make test-random` (dev)
+# twice as many, `make test-deep` (deep) and `make fuzz` (long) many more. The suite must stay
+# under 8 minutes: every example of most of these reaches Redis.
+for _profile, _count in examples.DEFAULT.items():
+    settings.register_profile(
+        _profile,
+        max_examples=_count,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+    )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # A test that asks for one of these (directly or through another fixture) needs a server.
@@ -88,9 +87,15 @@ def worker_number() -> int:
     return int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw") or 0)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    time_report.register(config)  # the slowest files and set-ups, and the budget, at the end
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     root = Path(__file__).parent
     for item in items:
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.property)  # make test-deep runs these, at length
         if set(item.fixturenames) & SERVER_FIXTURES or any(
             item.get_closest_marker(name) for name in SERVER_MARKERS
         ):

@@ -9,7 +9,7 @@ without Docker. How their processes are started and never leaked: ``process``.
 
 from devstack.servers.event_api import LocalEventApi
 from devstack.servers.postgres import PG_SYSTEM_USER, EmbeddedPostgres, postgres_data_dir
-from devstack.servers.process import LOOPBACK, ServerStartError, free_port
+from devstack.servers.process import LOOPBACK, ServerStartError, free_port, reserve_port
 from devstack.servers.sqs import LocalSQS
 from devstack.servers.valkey import EmbeddedValkey
 from devstack.servers.valkey_cluster import EmbeddedValkeyCluster
@@ -25,4 +25,5 @@ __all__ = [
     "ServerStartError",
     "free_port",
     "postgres_data_dir",
+    "reserve_port",
 ]

@@ -41,16 +41,28 @@ class ServerStartError(RuntimeError):
     """A server process failed to come up; the message carries the tail of its log."""
 
 
+# Ports this process will bind later (the API's, named by PORT): never handed out before that.
+_reserved: set[int] = set()
+
+
+def reserve_port(port: int) -> None:
+    """Keep `port` out of free_port's answers: the local stack binds its API port last, after
+    its stores and event API took free ports, which could otherwise be that very port."""
+    _reserved.add(port)
+
+
 def free_port(host: str = LOOPBACK) -> int:
-    """Return a TCP port that is currently free on ``host``.
+    """Return a TCP port that is currently free on ``host`` (and not reserved).
 
     The port is only reserved until this returns; servers using it retry with a new one
     if it was taken in the meantime.
     """
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            sock.bind((host, 0))
+            port: int = sock.getsockname()[1]
+        if port not in _reserved:
+            return port
 
 
 _live_lock = threading.Lock()

@@ -13,15 +13,14 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 import time
-from collections.abc import Iterator
+import uuid
 from pathlib import Path
 
 import pytest
 
 from devstack import tokens
-from tests.support.local_stack import ROOT, Stack
+from tests.support.local_stack import ROOT, RunningStack, Stack
 
 pytestmark = pytest.mark.e2e
 
@@ -57,15 +56,9 @@ OLDER_NODE = older_node()
 
 
 @pytest.fixture(scope="module")
-def stack() -> Iterator[Stack]:
-    base = Path(tempfile.mkdtemp(prefix="lb-js-"))
-    base.chmod(0o755)  # the embedded PostgreSQL user must reach it when running as root
-    started = Stack(base / "data")
-    try:
-        yield started
-    finally:
-        started.stop()
-        shutil.rmtree(base, ignore_errors=True)
+def stack(make_run: RunningStack) -> Stack:
+    """The worker's `make run` (each node test uses boards of its own)."""
+    return make_run.stack
 
 
 def node_env(stack: Stack) -> dict[str, str]:
@@ -154,6 +147,7 @@ def test_the_readme_example_runs(stack: Stack, tmp_path: Path) -> None:
         "ws://127.0.0.1:3001/event/realtime": live["realtime_url"],
         "127.0.0.1:3002": live["http_host"],
         "<live.api_key>": live["api_key"],
+        '"arena"': f'"arena-{uuid.uuid4().hex[:8]}"',  # a board of this test's own
     }
     for placeholder in values:
         assert placeholder in code

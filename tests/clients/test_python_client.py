@@ -9,10 +9,9 @@ import asyncio
 import contextlib
 import json
 import re
-import shutil
-import tempfile
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -55,7 +54,7 @@ from leaderboard_client import (
     Unprocessable,
     _routes,
 )
-from tests.support.local_stack import Stack
+from tests.support.local_stack import RunningStack, Stack
 
 pytestmark = pytest.mark.e2e
 
@@ -82,29 +81,23 @@ class Env:
 
 
 @pytest.fixture(scope="module")
-def env() -> Iterator[Env]:
-    base = Path(tempfile.mkdtemp(prefix="lb-pyclient-"))
-    base.chmod(0o755)  # the embedded PostgreSQL user must reach it when running as root
-    data = base / "data"
-    stack = Stack(data)
-    try:
-        secret = (data / "jwt-secret").read_text().strip()
-        live = LiveConfig.from_stack_file(data / "stack.json")
+def env(make_run: RunningStack) -> Env:
+    """The clients against the worker's `make run` (each test on boards of its own)."""
+    stack = make_run.stack
+    secret = (stack.data_dir / "jwt-secret").read_text().strip()
+    live = LiveConfig.from_stack_file(stack.data_dir / "stack.json")
 
-        def client(token: str | None) -> LeaderboardClient:
-            return LeaderboardClient(stack.url, token, live=live, retry=QUICK)
+    def client(token: str | None) -> LeaderboardClient:
+        return LeaderboardClient(stack.url, token, live=live, retry=QUICK)
 
-        yield Env(
-            stack=stack,
-            secret=secret,
-            live=live,
-            admin=client(tokens.mint(secret, "admin", "leaderboard/admin")),
-            server=client(tokens.mint(secret, "game-server", "leaderboard/server")),
-            public=client(None),
-        )
-    finally:
-        stack.stop()
-        shutil.rmtree(base, ignore_errors=True)
+    return Env(
+        stack=stack,
+        secret=secret,
+        live=live,
+        admin=client(tokens.mint(secret, "admin", "leaderboard/admin")),
+        server=client(tokens.mint(secret, "game-server", "leaderboard/server")),
+        public=client(None),
+    )
 
 
 def next_where(sub: Subscription[U], match: Callable[[U], bool], timeout: float = 10.0) -> U:
@@ -141,6 +134,7 @@ def test_the_readme_example_runs(env: Env) -> None:
         "http://127.0.0.1:3000": env.stack.url,
         "<SERVER_TOKEN>": env.server.token or "",
         "<ADMIN_TOKEN>": env.admin.token or "",
+        '"arena"': f'"arena-{uuid.uuid4().hex[:8]}"',  # a board of this test's own
     }
     for placeholder in values:
         assert placeholder in code

@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from devstack import sam_local
 from devstack.template import ROOT
-from tests.support.local_stack import Stack
-from tests.support.sam_local import require_engine, run_sam, running_stack
+from tests.support.local_stack import RunningStack, Stack
+from tests.support.sam_local import require_engine, run_sam
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -36,9 +35,9 @@ def image() -> str:
 
 
 @pytest.fixture(scope="module")
-def stack(image: str) -> Iterator[Stack]:
-    with running_stack() as running:
-        yield running
+def stack(image: str, make_run: RunningStack) -> Stack:
+    """The worker's `make run`: the containers reach its stores and event API."""
+    return make_run.stack
 
 
 def test_the_deployed_architecture_runs_under_emulation(
@@ -49,9 +48,10 @@ def test_the_deployed_architecture_runs_under_emulation(
     built = sam_local.build_functions("arm64", tmp_path / "build", only=FUNCTION)
     # A board for the read to find, made through the stack's API.
     put_board = json.loads((ROOT / "events/api_admin_put_board.json").read_text())
+    # (a board of its own: the native test creates demo-arena on the same stack)
     status, _, reply = stack.request(
         "PUT",
-        "/boards/demo-arena",
+        "/boards/emulated-arena",
         json.loads(put_board["body"]),
         token=stack.tokens()["ADMIN_TOKEN"],
     )
@@ -71,7 +71,7 @@ def test_the_deployed_architecture_runs_under_emulation(
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = sam_local.parse_output(proc.stdout)
     assert result["statusCode"] == 200, result
-    assert "demo-arena" in {b["board_id"] for b in json.loads(result["body"])["boards"]}
+    assert "emulated-arena" in {b["board_id"] for b in json.loads(result["body"])["boards"]}
     # The container really was arm64: the runtime reports the machine it runs on.
     assert (
         "aarch64"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -22,8 +22,8 @@ import pytest
 
 from devstack import sam_local
 from devstack.template import ROOT
-from tests.support.local_stack import Stack
-from tests.support.sam_local import require_engine, run_sam, running_stack
+from tests.support.local_stack import RunningStack, Stack
+from tests.support.sam_local import require_engine, run_sam
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -43,9 +43,9 @@ def built(image: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def stack(image: str) -> Iterator[Stack]:
-    with running_stack() as running:
-        yield running
+def stack(image: str, make_run: RunningStack) -> Stack:
+    """The worker's `make run`: the containers reach its stores and event API."""
+    return make_run.stack
 
 
 def _next_monday(now: datetime) -> datetime:

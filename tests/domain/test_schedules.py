@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from leaderboard.domain.errors import BadRequest, DomainError, Unprocessable
 from leaderboard.domain.schedules import Schedule
+from tests.support.examples import examples
 
 MINUTE = timedelta(minutes=1)
 ZONES = ("Europe/Berlin", "America/New_York", "Australia/Lord_Howe")
@@ -90,7 +91,7 @@ def reference_fires(
     return fires
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(
     expr=expressions,
     zone_name=st.sampled_from(ZONES),

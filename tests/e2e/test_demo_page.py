@@ -16,12 +16,11 @@ import json
 import re
 import shutil
 import socket
-import subprocess
-import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,7 +31,8 @@ import pytest
 
 from devstack import tokens
 from devstack.servers import free_port
-from devstack.stack import LocalStack, StackConfig
+from devstack.stack import LocalStack
+from tests.e2e.conftest import started_stack
 
 pytestmark = pytest.mark.e2e
 
@@ -82,36 +82,18 @@ def chromium() -> str:
     return executable
 
 
-def _started_stack() -> Iterator[LocalStack]:
-    """The whole local stack in this process, on a free port, with throwaway data; the JS
-    client the page imports built first, as `make run` builds it."""
-    subprocess.run(["make", "-s", "--no-print-directory", "js-client"], cwd=ROOT, check=True)
-    with pytest.MonkeyPatch.context() as env:
-        for name in ("REDIS_URL", "DATABASE_URL", "SQS_ENDPOINT_URL"):
-            env.delenv(name, raising=False)
-        base = Path(tempfile.mkdtemp(prefix="lb-demo-"))
-        base.chmod(0o755)  # the embedded PostgreSQL user must reach it when running as root
-        local = LocalStack(StackConfig(data_dir=base / "data", port=free_port(), concurrency=2))
-        try:
-            local.start()
-            yield local
-        finally:
-            local.stop()
-            shutil.rmtree(base, ignore_errors=True)
+@pytest.fixture
+def stack() -> Iterator[LocalStack]:
+    """A stack of the test's own, for the test that starts from no board at all (the page's
+    empty state)."""
+    yield from started_stack()
 
 
 @pytest.fixture
-def stack() -> Iterator[LocalStack]:
-    """A stack of the test's own: for the tests that start from no board, or create the
-    demo arena themselves."""
-    yield from _started_stack()
-
-
-@pytest.fixture(scope="module")
-def shared_stack() -> Iterator[LocalStack]:
-    """One stack for the tests that each create a board of their own kind and look only at it
-    (a stack start is seconds of CPU on a busy machine)."""
-    yield from _started_stack()
+def shared_stack(local_stack: LocalStack) -> LocalStack:
+    """The worker's stack, for the tests that each create boards of their own and look only
+    at them."""
+    return local_stack
 
 
 def _http(
@@ -321,20 +303,21 @@ def test_demo_page_drives_the_api_live(chromium: str, stack: LocalStack, tmp_pat
 
 
 def test_demo_page_shows_a_submitted_score_over_the_websocket_within_a_second(
-    chromium: str, stack: LocalStack
+    chromium: str, shared_stack: LocalStack
 ) -> None:
     """The acceptance point: the page open in one browser context shows a score submitted
     through the API within 1 s, without reload and without polling."""
     from playwright.sync_api import expect
 
-    server = _create_board(stack)
-    _submit(stack, server, "ada", 120)
+    stack, board = shared_stack, f"demo-live-{uuid.uuid4().hex[:8]}"
+    server = _create_board(stack, board)
+    _submit(stack, board, server, "ada", 120)
     realtime_url = _served_live_config(stack)["realtime_url"]
 
-    with _open_page(chromium, stack.url + "/") as (page, watch):
+    with _open_page(chromium, f"{stack.url}/#board={board}") as (page, watch):
         mode = page.locator("#live-mode")
         expect(mode).to_have_attribute("data-mode", "websocket")
-        expect(mode).to_have_attribute("data-channel", f"/leaderboards/{BOARD}/all-time")
+        expect(mode).to_have_attribute("data-channel", f"/leaderboards/{board}/all-time")
         expect(mode).to_have_text("Live: WebSocket")
         players = page.locator("#entries tbody tr td.player")
         expect(players).to_have_text(["ada"])
@@ -346,7 +329,7 @@ def test_demo_page_shows_a_submitted_score_over_the_websocket_within_a_second(
         page.wait_for_timeout(2_500)
         assert watch.entries_since(idle_from) == [], "the page polled with the socket up"
 
-        status, body = _submit(stack, server, "zed", 500, name="Zed")
+        status, body = _submit(stack, board, server, "zed", 500, name="Zed")
         answered = time.monotonic()
         assert status == 200, body
         _wait_for_row(page, "zed", timeout_ms=5_000)
@@ -366,15 +349,16 @@ def test_demo_page_shows_a_submitted_score_over_the_websocket_within_a_second(
 
 
 def test_demo_page_polls_while_the_websocket_is_unreachable_then_goes_live(
-    chromium: str, stack: LocalStack, monkeypatch: pytest.MonkeyPatch
+    chromium: str, shared_stack: LocalStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The meta names a port nobody listens on: the page says it polls, and does, every 2 s.
     When that port starts answering (a forwarder to the real WebSocket), it reconnects on its
     own and stops polling."""
     from playwright.sync_api import expect
 
-    server = _create_board(stack)
-    _submit(stack, server, "ada", 120)
+    stack, board = shared_stack, f"demo-poll-{uuid.uuid4().hex[:8]}"
+    server = _create_board(stack, board)
+    _submit(stack, board, server, "ada", 120)
     real = _served_live_config(stack)
     closed = free_port()
     unreachable = dict(real, realtime_url=f"ws://127.0.0.1:{closed}/event/realtime")
@@ -385,7 +369,7 @@ def test_demo_page_polls_while_the_websocket_is_unreachable_then_goes_live(
     monkeypatch.setattr(stack.gateway.api, "live", unreachable)
     assert _served_live_config(stack) == unreachable
 
-    with _open_page(chromium, stack.url + "/") as (page, watch):
+    with _open_page(chromium, f"{stack.url}/#board={board}") as (page, watch):
         mode = page.locator("#live-mode")
         expect(mode).to_have_attribute("data-mode", "polling")
         expect(mode).to_have_text("Live: polling every 2 s (WebSocket unavailable)")
@@ -393,7 +377,7 @@ def test_demo_page_polls_while_the_websocket_is_unreachable_then_goes_live(
         expect(page.locator("#entries tbody tr td.player")).to_have_text(["ada"], timeout=15_000)
         page.evaluate("window.__sameDocument = true")
 
-        status, body = _submit(stack, server, "bob", 130)
+        status, body = _submit(stack, board, server, "bob", 130)
         answered = time.monotonic()
         assert status == 200, body
         _wait_for_row(page, "bob", timeout_ms=6_000)
@@ -407,12 +391,12 @@ def test_demo_page_polls_while_the_websocket_is_unreachable_then_goes_live(
         # The socket comes back: the page finds it (backoff of at most 15 s), stops polling.
         with _Forwarder(closed, urlsplit(real["realtime_url"]).port or 0):
             expect(mode).to_have_attribute("data-mode", "websocket", timeout=20_000)
-            expect(mode).to_have_attribute("data-channel", f"/leaderboards/{BOARD}/all-time")
+            expect(mode).to_have_attribute("data-channel", f"/leaderboards/{board}/all-time")
             page.wait_for_timeout(500)
             idle_from = time.monotonic()
             page.wait_for_timeout(2_500)
             assert watch.entries_since(idle_from) == [], "still polling with the socket up"
-            status, body = _submit(stack, server, "cy", 140)
+            status, body = _submit(stack, board, server, "cy", 140)
             answered = time.monotonic()
             assert status == 200, body
             _wait_for_row(page, "cy", timeout_ms=5_000)
@@ -498,22 +482,23 @@ def _tiebreakers_and_rank_movement(page: Any, stack: LocalStack, admin: str, ser
 # ---- helpers --------------------------------------------------------------------------------
 
 
-def _create_board(stack: LocalStack) -> str:
-    """Create the demo board through the API; returns a game server's token."""
+def _create_board(stack: LocalStack, board: str) -> str:
+    """Create a board of the demo arena's rules through the API; returns a game server's
+    token."""
     secret = tokens.local_secret(stack.config.data_dir)
     admin = tokens.mint(secret, "demo-admin", "leaderboard/admin")
-    status, body = _http(stack, "PUT", f"/boards/{BOARD}", DEMO_BOARD, admin)
+    status, body = _http(stack, "PUT", f"/boards/{board}", DEMO_BOARD, admin)
     assert status == 201, body
     return tokens.mint(secret, "demo-server", "leaderboard/server")
 
 
 def _submit(
-    stack: LocalStack, token: str, player: str, score: int, name: str | None = None
+    stack: LocalStack, board: str, token: str, player: str, score: int, name: str | None = None
 ) -> tuple[int, dict]:
     body: dict[str, Any] = {"player_id": player, "score": score}
     if name is not None:
         body["metadata"] = {"name": name}
-    return _http(stack, "POST", f"/boards/{BOARD}/scores", body, token)
+    return _http(stack, "POST", f"/boards/{board}/scores", body, token)
 
 
 def _served_live_config(stack: LocalStack) -> dict[str, str]:

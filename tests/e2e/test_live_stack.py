@@ -5,13 +5,10 @@ that writes and persistence never depend on it."""
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,8 +19,7 @@ import pytest
 from devstack import tokens
 from devstack.consistency import assert_redis_equals_postgres
 from devstack.live_client import LiveClient
-from devstack.servers import free_port
-from devstack.stack import LocalStack, StackConfig
+from devstack.stack import LocalStack
 from leaderboard.domain.boards import BoardConfig
 from leaderboard.domain.live import player_channel
 from leaderboard.stores.redis_client import connect
@@ -32,20 +28,10 @@ from tests.support.reference_model import ModelBoard
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture(scope="module")
-def stack() -> Iterator[LocalStack]:
-    base = Path(tempfile.mkdtemp(prefix="lb-live-"))
-    base.chmod(0o755)  # the embedded PostgreSQL user must reach it when running as root
-    local = LocalStack(StackConfig(data_dir=base / "data", port=free_port(), concurrency=2))
-    with pytest.MonkeyPatch.context() as env:
-        for name in ("REDIS_URL", "DATABASE_URL", "SQS_ENDPOINT_URL"):
-            env.delenv(name, raising=False)  # embedded servers, as on a fresh machine
-        try:
-            local.start()
-            yield local
-        finally:
-            local.stop()
-            shutil.rmtree(base, ignore_errors=True)
+@pytest.fixture
+def stack(local_stack: LocalStack) -> LocalStack:
+    """The worker's stack (tests/e2e/conftest.py): each test on boards of its own."""
+    return local_stack
 
 
 class Http:

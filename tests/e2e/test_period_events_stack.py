@@ -8,19 +8,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import shutil
-import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from devstack import tokens
-from devstack.servers import free_port
-from devstack.stack import LocalStack, StackConfig
+from devstack.stack import LocalStack
 from leaderboard.domain.period_events import PeriodEnded, parse_rewards
 from leaderboard.domain.periods import parse_period_id
 from leaderboard.stores.event_bus import EventBridgeSink, sink_from_env
@@ -28,20 +23,10 @@ from leaderboard.stores.event_bus import EventBridgeSink, sink_from_env
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture(scope="module")
-def stack() -> Iterator[LocalStack]:
-    base = Path(tempfile.mkdtemp(prefix="lb-events-"))
-    base.chmod(0o755)  # the embedded PostgreSQL user must reach it when running as root
-    local = LocalStack(StackConfig(data_dir=base / "data", port=free_port(), concurrency=1))
-    with pytest.MonkeyPatch.context() as env:
-        for name in ("REDIS_URL", "DATABASE_URL", "SQS_ENDPOINT_URL", "WEBHOOK_URL"):
-            env.delenv(name, raising=False)  # embedded servers, as on a fresh machine
-        try:
-            local.start()
-            yield local
-        finally:
-            local.stop()
-            shutil.rmtree(base, ignore_errors=True)
+@pytest.fixture
+def stack(local_stack: LocalStack) -> LocalStack:
+    """The worker's stack (tests/e2e/conftest.py): each test on boards of its own."""
+    return local_stack
 
 
 def documented_verify(secret: bytes, headers: dict[str, str], body: bytes, now: float) -> bool:
@@ -80,9 +65,11 @@ def test_a_period_ended_on_the_local_bus_arrives_signed_at_the_receiver(stack, m
     sink = rollover_sink(stack, monkeypatch)
     sink.emit(event)
     assert stack.bus is not None and stack.webhooks is not None
-    assert [e["detail"]["id"] for e in stack.bus.events] == [event.event_id]
+    # (the worker's stack: other tests' events may be there too)
+    assert [e["detail"]["id"] for e in stack.bus.events].count(event.event_id) == 1
 
-    (got,) = stack.webhooks.wait_for(lambda r: any(x.event_id == event.event_id for x in r))
+    received = stack.webhooks.wait_for(lambda r: any(x.event_id == event.event_id for x in r))
+    (got,) = [r for r in received if r.event_id == event.event_id]
     secret = stack.env["WEBHOOK_SECRET"].encode()
     assert documented_verify(secret, got.headers, got.body, now=time.time())
     assert got.body.decode() == event.to_json()  # the bytes the bus carried, as they were
@@ -95,8 +82,8 @@ def test_a_period_ended_on_the_local_bus_arrives_signed_at_the_receiver(stack, m
     assert first.body == second.body and second.duplicate and not first.duplicate
 
     with urllib.request.urlopen(f"{stack.url}/local/webhook-events", timeout=10) as reply:
-        listed = json.load(reply)["events"]
-    assert [e["event_id"] for e in listed] == [event.event_id, event.event_id]
+        listed = [e for e in json.load(reply)["events"] if e["event_id"] == event.event_id]
+    assert len(listed) == 2
     assert all(e["verified"] for e in listed)
     assert listed[0]["event"] == json.loads(event.to_json())
 

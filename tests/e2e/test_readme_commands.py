@@ -9,6 +9,7 @@ import json
 import os
 import re
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
@@ -38,7 +39,9 @@ def _block_after(heading: str) -> str:
 
 
 def test_the_try_it_block_runs_as_written(make_run: RunningStack) -> None:
+    board = f"arena-{uuid.uuid4().hex[:8]}"  # the worker's stack is shared: a board of its own
     script = _block_after("### Try it").replace("http://127.0.0.1:3000", make_run.url)
+    script = re.sub(r"\barena\b", board, script)
     # every curl of the block must succeed: a failing one stops the script with its answer
     prelude = 'set -euo pipefail\ncurl() { command curl --fail-with-body "$@"; echo; }\n'
     ran = subprocess.run(
@@ -51,7 +54,7 @@ def test_the_try_it_block_runs_as_written(make_run: RunningStack) -> None:
     )
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
     answers = [json.loads(line) for line in ran.stdout.splitlines() if line.startswith("{")]
-    assert answers[0]["board_id"] == "arena"  # the board made first
+    assert answers[0]["board_id"] == board  # the board made first
     assert any(a.get("player_id") == "ada" and a.get("rank") == 1 for a in answers)
 
 

@@ -18,6 +18,7 @@ from leaderboard.services.scores import ScoreService
 from leaderboard.stores.redis_client import connect
 from leaderboard.stores.redis_index import RedisIndex
 from tests.support.boards import ListSink, publish
+from tests.support.examples import examples
 from tests.support.model_check import (
     BATCH_OPS,
     OPS,
@@ -48,7 +49,7 @@ def cluster_index(cluster):
 @pytest.mark.parametrize("ties", ["shared", "first"])
 @pytest.mark.parametrize("sort", ["desc", "asc"])
 @pytest.mark.parametrize("mode", ["increment", "best", "set"])
-@settings(max_examples=6)
+@settings(max_examples=examples(6))
 @given(ops=OPS, board_rules=rules)
 def test_cluster_matches_reference_model(cluster_index, mode, sort, ties, ops, board_rules):
     check_against_model(cluster_index, mode, sort, ties, ops, board_rules)
@@ -57,7 +58,7 @@ def test_cluster_matches_reference_model(cluster_index, mode, sort, ties, ops, b
 @pytest.mark.parametrize("ties", ["shared", "first"])
 @pytest.mark.parametrize("sort", ["desc", "asc"])
 @pytest.mark.parametrize("mode", ["increment", "best", "set"])
-@settings(max_examples=4)
+@settings(max_examples=examples(4))
 @given(ops=BATCH_OPS, board_rules=rules)
 def test_cluster_batches_match_reference_model(cluster_index, mode, sort, ties, ops, board_rules):
     check_batches_against_model(cluster_index, mode, sort, ties, ops, board_rules)

@@ -16,6 +16,7 @@ from leaderboard.services.live import board_channels
 from leaderboard.stores.redis_index import BoardKeys, RedisIndex
 from leaderboard.stores.redis_live import LiveIndex
 from tests.support.boards import publish
+from tests.support.examples import examples
 from tests.support.live import NOW, num, submit, submit_on_both
 from tests.support.reference_model import ModelBoard
 
@@ -39,7 +40,9 @@ OPS = st.lists(
 
 
 @settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(16),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     rules=st.fixed_dictionaries(
@@ -64,7 +67,9 @@ def test_each_batch_of_writes_becomes_one_update_per_channel_matching_the_model(
 
 
 @settings(
-    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(12),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(
     rules=st.fixed_dictionaries(

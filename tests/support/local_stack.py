@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 
-from devstack.servers import free_port
+from devstack.servers import free_port, reserve_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,6 +39,7 @@ class Stack:
         self.data_dir = data_dir
         self.extra_env = dict(env or {})
         self.port = free_port()
+        reserve_port(self.port)  # no server this process starts later may take it meanwhile
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = data_dir.parent / f"make-run-{self.port}.log"
         with self.log.open("wb") as out:

@@ -7,16 +7,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
 from devstack import sam_local
 from devstack.template import ROOT
-from tests.support.local_stack import Stack
 
 
 def require_engine(arch: str) -> None:
@@ -41,15 +36,3 @@ def run_sam(command: list[str], stack_env: dict[str, str]) -> subprocess.Complet
         timeout=600,
         check=False,
     )
-
-
-@contextmanager
-def running_stack() -> Iterator[Stack]:
-    base = Path(tempfile.mkdtemp(prefix="lb-sam-"))
-    base.chmod(0o755)  # the embedded PostgreSQL user must reach it when running as root
-    running = Stack(base / "data")
-    try:
-        yield running
-    finally:
-        running.stop()
-        shutil.rmtree(base, ignore_errors=True)
