@@ -515,17 +515,25 @@ def native_arch() -> str:
     return "arm64" if _host_runs("arm64") else "x86_64"
 
 
-def build_functions(arch: str, out: Path, only: str | None = None) -> Path:
+def build_functions(
+    arch: str, out: Path, only: str | None = None, *, runtime_python: bool = False
+) -> Path:
     """`sam build` of the template for `arch` into `out`; the built template's path. x86_64
     is the local override (LAMBDA_ARCH in layers/layer.mk picks the wheels). `only`: that
     function and its layers alone (SAM builds one resource when named; the built template
-    still lists the others, unbuilt)."""
+    still lists the others, unbuilt). `runtime_python`: as `make build` builds, with the
+    layers' bytecode compiled by the runtime's CPython when one is here."""
     started = time.monotonic()
     say(f"sam build ({arch}{', ' + only if only else ''}) into {out}")
     env = sam_environment() | {
         "LAMBDA_ARCH": arch,
         "PATH": f"{ROOT / '.venv' / 'bin'}:{os.environ.get('PATH', '')}",
     }
+    if runtime_python:
+        env.pop("PYTHON", None)  # the Makefiles' default, python3, then resolves to the venv
+        env["RUNTIME_PYTHON"] = _run(
+            ["make", "-s", "--no-print-directory", "runtime-python"], cwd=ROOT
+        ).stdout.strip()
     done = _run(
         [
             sam_executable(),

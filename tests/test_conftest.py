@@ -35,6 +35,9 @@ def _pytest(tmp_path: Path, source: str, *args: str, **env: str) -> subprocess.C
         env={
             **os.environ,
             "PYTHONPATH": os.pathsep.join([str(ROOT / "layers/shared/python"), str(ROOT)]),
+            # the rules under test are the conftest's alone: the installed plugins (schemathesis,
+            # xdist, coverage...) would only add seconds to each run
+            "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
             **env,
         },
         capture_output=True,

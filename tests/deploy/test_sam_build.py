@@ -6,15 +6,14 @@ so this checks that nothing built for this machine (x86_64, another CPython) lea
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+
+from tests.support.sam_builds import shared_build
 
 pytestmark = pytest.mark.slow
 
@@ -69,29 +68,8 @@ RUNTIME_PYTHON = _runtime_python()
 
 @pytest.fixture(scope="module")
 def build_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    bin_dir = Path(sys.executable).parent  # the venv's bin: its python/pip run the Makefiles
-    sam = shutil.which("sam", path=str(bin_dir)) or shutil.which("sam")
-    if sam is None:
-        pytest.skip("aws-sam-cli is not installed")
-    out = tmp_path_factory.mktemp("sam") / "build"
-    env = {
-        **os.environ,
-        "SAM_CLI_TELEMETRY": "0",
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-    }
-    env.pop("PYTHON", None)  # the Makefiles' default, python3, then resolves to the venv
-    env["RUNTIME_PYTHON"] = RUNTIME_PYTHON  # as `make build` passes it
-    proc = subprocess.run(
-        [sam, "build", "--build-dir", str(out), "--template", "template.yaml"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert proc.returncode == 0, f"sam build failed:\n{proc.stdout}\n{proc.stderr}"
-    return out
+    """`make build`'s build (sam build, python3.13/arm64), shared with the sam local tests."""
+    return shared_build(tmp_path_factory, "arm64").parent
 
 
 def test_functions_ship_only_their_handlers(build_dir: Path) -> None:

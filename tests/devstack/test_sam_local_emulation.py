@@ -17,6 +17,7 @@ import pytest
 from devstack import sam_local
 from devstack.template import ROOT
 from tests.support.local_stack import RunningStack, Stack
+from tests.support.sam_builds import shared_build
 from tests.support.sam_local import require_engine, run_sam
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -41,11 +42,11 @@ def stack(image: str, make_run: RunningStack) -> Stack:
 
 
 def test_the_deployed_architecture_runs_under_emulation(
-    image: str, stack: Stack, tmp_path: Path
+    image: str, stack: Stack, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    # The read function and its layers, built for arm64 (the other functions' builds would
-    # not be used: they run natively in test_sam_local_invoke.py).
-    built = sam_local.build_functions("arm64", tmp_path / "build", only=FUNCTION)
+    # The template built for arm64, as deployed (shared with tests/deploy/test_sam_build.py);
+    # the read function runs here, the others natively in test_sam_local_invoke.py.
+    built = shared_build(tmp_path_factory, "arm64")
     # A board for the read to find, made through the stack's API.
     put_board = json.loads((ROOT / "events/api_admin_put_board.json").read_text())
     # (a board of its own: the native test creates demo-arena on the same stack)

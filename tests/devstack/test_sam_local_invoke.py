@@ -23,6 +23,7 @@ import pytest
 from devstack import sam_local
 from devstack.template import ROOT
 from tests.support.local_stack import RunningStack, Stack
+from tests.support.sam_builds import shared_build
 from tests.support.sam_local import require_engine, run_sam
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -39,7 +40,7 @@ def image() -> str:
 
 @pytest.fixture(scope="module")
 def built(image: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return sam_local.build_functions(NATIVE, tmp_path_factory.mktemp("sam-local") / "build")
+    return shared_build(tmp_path_factory, NATIVE)
 
 
 @pytest.fixture(scope="module")

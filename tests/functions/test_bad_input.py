@@ -9,6 +9,7 @@ before and after the request and must be identical.
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -531,8 +532,11 @@ def snapshot(client: Any, database_url: str, board_id: str) -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-def seeded(api, admin_token, server_token, board_id) -> str:
+@pytest.fixture(scope="module")
+def seeded(api, admin_token, server_token) -> str:
+    """One board for the whole table: every case is refused, and each checks that its board
+    is as it was before it (a case that changed it fails there, whatever the cases after)."""
+    board_id = f"t-{uuid.uuid4().hex[:16]}"
     created = api.call("PUT", f"/boards/{board_id}", BOARD_RULES, token=admin_token)
     assert created.status == 201, created.body
     for body in SEED:

@@ -36,7 +36,7 @@ def cluster_index():
 @pytest.mark.parametrize("ties", ["shared", "first"])
 @pytest.mark.parametrize("sort", ["desc", "asc"])
 @pytest.mark.parametrize("mode", ["increment", "best", "set"])
-@settings(max_examples=examples(2))
+@settings(max_examples=examples(1))
 @given(ops=OPS, board_rules=NO_MAX_ENTRIES)
 def test_sharded_boards_match_the_reference_model_on_a_cluster(
     cluster_index, mode, sort, ties, shards, ops, board_rules
@@ -49,7 +49,7 @@ def test_sharded_boards_match_the_reference_model_on_a_cluster(
 @pytest.mark.parametrize("ties", ["shared", "first"])
 @pytest.mark.parametrize("sort", ["desc", "asc"])
 @pytest.mark.parametrize("mode", ["increment", "best", "set"])
-@settings(max_examples=examples(2))
+@settings(max_examples=examples(1))
 @given(ops=BATCH_OPS, board_rules=NO_MAX_ENTRIES)
 def test_sharded_batches_match_the_reference_model_on_a_cluster(
     cluster_index, mode, sort, ties, shards, ops, board_rules
@@ -71,7 +71,7 @@ def test_sharded_boards_match_the_reference_model_on_one_node(
 @pytest.mark.cluster
 @pytest.mark.parametrize("ties", ["shared", "first"])
 @pytest.mark.parametrize("sort", ["desc", "asc"])
-@settings(max_examples=examples(2))
+@settings(max_examples=examples(1))
 @given(ops=BATCH_OPS, board_rules=TIEBREAKERS)
 def test_sharded_tiebreaker_batches_match_the_reference_model_on_a_cluster(
     cluster_index, sort, ties, ops, board_rules
