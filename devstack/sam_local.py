@@ -541,6 +541,10 @@ def build_functions(
             *([only] if only else []),
             "--build-dir",
             str(out),
+            # a cache of its own: samconfig.toml builds cached, and two builds at once (one
+            # per architecture, on two test workers) would prune each other's cache folders
+            "--cache-dir",
+            str(out.parent / f"{out.name}-cache"),
             "--template",
             "template.yaml",
         ],

@@ -26,6 +26,12 @@ class TimeReport:
         self.files: Counter[str] = Counter()
         self.tests: Counter[str] = Counter()
         self.setups: list[tuple[float, str]] = []
+        self.worker_cpu = 0.0
+
+    def pytest_testnodedown(self, node: object, error: object) -> None:
+        """A worker's own CPU time (the tests run in it, not the servers it started)."""
+        output = getattr(node, "workeroutput", None) or {}
+        self.worker_cpu += float(output.get("cpu_seconds", 0.0))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """Every phase of every test, also those run by xdist workers (their reports reach
@@ -51,6 +57,11 @@ class TimeReport:
         for seconds, nodeid in sorted(self.setups, reverse=True)[:SHOWN_SETUPS]:
             write(f"  {seconds:7.1f}  {nodeid}")
         share = busy / (wall * self.workers) if wall > 0 else 0.0
+        if self.worker_cpu:
+            write(
+                f"CPU of the pytest workers themselves: {self.worker_cpu:.0f} s (servers, stacks "
+                "and other processes they started come on top)"
+            )
         write(
             f"pytest: {wall:.0f} s wall on {self.workers} worker(s), {busy:.0f} worker-seconds "
             f"({share:.0%} busy); the budget of make test is {BUDGET_SECONDS} s in all "
@@ -58,9 +69,21 @@ class TimeReport:
         )
 
 
+class WorkerCpu:
+    """On an xdist worker: hands its own CPU time to the controller when it ends."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_sessionfinish(self) -> None:
+        times = os.times()
+        self.config.workeroutput["cpu_seconds"] = times.user + times.system  # type: ignore[attr-defined]
+
+
 def register(config: pytest.Config) -> None:
-    """On the process that prints (not on xdist's workers)."""
+    """The report on the process that prints; on xdist's workers, what they send it."""
     if hasattr(config, "workerinput"):
+        config.pluginmanager.register(WorkerCpu(config), "time-report-worker")
         return
     workers = config.getoption("numprocesses", None) or 1
     if not isinstance(workers, int):  # "auto", "logical"
