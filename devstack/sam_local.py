@@ -234,7 +234,9 @@ def _debootstrap(arch: str, target: Path) -> None:
                 "-j",
                 "0",
                 "/usr/lib/python3.13",
-            ]
+            ],
+            # beside the sources in the image, not under this machine's bytecode prefix
+            env={k: v for k, v in os.environ.items() if k != "PYTHONPYCACHEPREFIX"},
         ),
         "compileall",
     )

@@ -6,6 +6,7 @@
 # Bytecode for the runtime's CPython, when the build machine has it (python3.13 on PATH, or
 # RUNTIME_PYTHON=...): Lambda cannot write __pycache__ under /opt, so a layer shipped without
 # it is compiled again at every cold start. unchecked-hash: valid whatever the files' mtimes.
+# The bytecode goes beside the sources in the layer, whatever PYTHONPYCACHEPREFIX says here.
 PYTHON ?= python3
 RUNTIME_VERSION ?= 3.13
 # The functions' architecture. x86_64 only for local invocation on an x86-64 machine without
@@ -25,8 +26,8 @@ define compile-for-runtime
 find "$(ARTIFACTS_DIR)/python" -name __pycache__ -type d -prune -exec rm -rf {} +
 @if [ -n "$(RUNTIME_PYTHON)" ] && "$(RUNTIME_PYTHON)" -c \
 	'import sys; sys.exit("%d.%d" % sys.version_info[:2] != "$(RUNTIME_VERSION)")'; then \
-	"$(RUNTIME_PYTHON)" -m compileall -q -j 0 --invalidation-mode unchecked-hash \
-		"$(ARTIFACTS_DIR)/python"; \
+	env -u PYTHONPYCACHEPREFIX "$(RUNTIME_PYTHON)" -m compileall -q -j 0 \
+		--invalidation-mode unchecked-hash "$(ARTIFACTS_DIR)/python"; \
 else \
 	echo "$@: no python$(RUNTIME_VERSION) to compile with; shipping sources only" >&2; \
 fi
