@@ -9,6 +9,7 @@ export SAM_CLI_TELEMETRY := 0
 # ship): each module is compiled once, not again in every process that imports it (a make test
 # starts hundreds: workers, stacks, function workers, CLIs).
 export PYTHONPYCACHEPREFIX := $(CURDIR)/$(VENV)/pycache
+unexport PYTHONDONTWRITEBYTECODE
 # The shared layer is importable exactly as Lambda mounts it (/opt/python).
 export PYTHONPATH := $(CURDIR)/layers/shared/python:$(CURDIR)
 

@@ -28,6 +28,7 @@ class TimeReport:
         self.setups: list[tuple[float, str]] = []
         self.worker_cpu = 0.0
 
+    @pytest.hookimpl(optionalhook=True)  # xdist's hook: absent when xdist is not loaded
     def pytest_testnodedown(self, node: object, error: object) -> None:
         """A worker's own CPU time (the tests run in it, not the servers it started)."""
         output = getattr(node, "workeroutput", None) or {}
