@@ -1,6 +1,11 @@
 """`make bench`: every benchmark on embedded real stores, in one run (ratios are quoted
-within a run: these machines are shared and noisy). Writes bench-results/results.json and
-bench-results/benchmarks.png, and prints a table per suite.
+within a run: these machines are shared and noisy).
+
+Each suite prints its tables and writes bench-results/<suite>.json the moment it finishes, and
+bench-results/results.json holds every suite finished so far: a run cut off keeps what it
+measured. A suite that fails is reported and the run goes on to the next (the exit status says
+one failed). `BENCH_SUITES=api,bulk` runs a chosen few (`BENCH_SUITES=list` names them all).
+bench-results/benchmarks.png is drawn at the end from the suites that ran.
 
 BENCH_SIZES (default 10000,100000,1000000) sets the board sizes of the API suite (the
 many-players and standings reads included), BENCH_HISTORY_PERIODS (default 500) the longest
@@ -21,16 +26,20 @@ a plain board).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
 import os
+import sys
 import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from devstack.servers import EmbeddedPostgres, EmbeddedValkey
-from leaderboard.stores.postgres import apply_migrations
+from benchmarks.progress import progress
 
 RESULTS = Path(__file__).resolve().parent.parent / "bench-results"
 
@@ -57,91 +66,57 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def main() -> int:
-    logging.basicConfig(level=logging.WARNING)
-    RESULTS.mkdir(exist_ok=True)
-    started = time.perf_counter()
-    results: dict[str, Any] = {}
-    from benchmarks import (
-        api_latency,
-        bulk,
-        cold_start,
-        hot_board,
-        http_stack,
-        live_latency,
-        persister_throughput,
-        player_channels,
-        player_history,
-        score_model,
-        script_instructions,
-        submit_cpu,
-    )
+@dataclass
+class Context:
+    """What suites share: one Valkey and one PostgreSQL for the in-process suites, started
+    the first time a suite asks and stopped at the end of the run."""
 
-    # `make run` under load first: it starts stores of its own, and the machine is quiet.
-    results["http"] = http_stack.run(
+    exits: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    _stores: tuple[str, str] | None = None
+
+    def stores(self) -> tuple[str, str]:
+        if self._stores is None:
+            from devstack.servers import EmbeddedPostgres, EmbeddedValkey
+            from leaderboard.stores.postgres import apply_migrations
+
+            progress("starting the shared Valkey and PostgreSQL")
+            valkey = self.exits.enter_context(EmbeddedValkey())
+            postgres = self.exits.enter_context(EmbeddedPostgres())
+            database_url = postgres.create_database("bench")
+            apply_migrations(database_url)
+            self._stores = (valkey.url, database_url)
+        return self._stores
+
+    def __enter__(self) -> Context:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.exits.close()
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    run: Callable[[Context], dict[str, Any]]  # its results, keyed as in results.json
+    report: Callable[[dict[str, Any]], None]  # prints its tables from those results
+
+
+# -- the suites, in the order a full run takes them ------------------------------------------
+
+
+def _run_http(_: Context) -> dict[str, Any]:
+    from benchmarks import http_stack
+
+    http = http_stack.run(
         http_stack.Settings(
             players=_ints("BENCH_HTTP_PLAYERS", "100000")[0],
             sustained_seconds=_ints("BENCH_HTTP_SUSTAINED_SECONDS", "60")[0],
         )
     )
-    results["http_targets"] = http_stack.targets(results["http"])
-    # Live updates next, on a stack of their own, while the machine is still quiet.
-    results["live"] = live_latency.run(
-        live_latency.Settings(
-            rates=tuple(_ints("BENCH_LIVE_RATES", "1,100,1000")),
-            subscribers=tuple(_ints("BENCH_LIVE_SUBSCRIBERS", "1,100,1000")),
-            seconds=_ints("BENCH_LIVE_SECONDS", "5")[0],
-        )
-    )
-    results["live_targets"] = live_latency.targets(results["live"])
-    # Player channels: a stack of their own again, then the publisher script on a quiet Valkey.
-    results["player_channels"] = player_channels.run(
-        player_channels.Settings(
-            players=_ints("BENCH_PLAYER_CHANNEL_PLAYERS", "10000")[0],
-            watchers=_ints("BENCH_PLAYER_CHANNEL_WATCHERS", "1000")[0],
-            seconds=_ints("BENCH_PLAYER_CHANNEL_SECONDS", "10")[0],
-        )
-    )
-    results["player_channels_targets"] = player_channels.targets(results["player_channels"])
-    # Redis CPU per submission, hot, on a Valkey of its own with nothing else to do.
-    with EmbeddedValkey() as idle:
-        results["submit_cpu"] = submit_cpu.run(
-            idle.url,
-            submit_cpu.Settings(sizes=tuple(_ints("BENCH_SUBMIT_SIZES", "2000,1000000"))),
-        )
-    with EmbeddedValkey() as idle:
-        results["score_model"] = score_model.run(
-            idle.url, score_model.Settings(players=_ints("BENCH_MODEL_PLAYERS", "20000")[0])
-        )
-    # The same comparison in instructions, under callgrind: what the ratios are quoted from.
-    results["score_model_instructions"] = script_instructions.run(script_instructions.Settings())
+    return {"http": http, "http_targets": http_stack.targets(http)}
 
-    with EmbeddedValkey() as valkey, EmbeddedPostgres() as postgres:
-        database_url = postgres.create_database("bench")
-        apply_migrations(database_url)
-        results["api"] = api_latency.run(valkey.url, _ints("BENCH_SIZES", "10000,100000,1000000"))
-        results["api_summary"] = api_latency.summary(results["api"])
-        results["history"] = player_history.run(
-            database_url, periods=_ints("BENCH_HISTORY_PERIODS", "500")[0]
-        )
-        results["history_summary"] = player_history.summary(results["history"])
-        results["persister"] = persister_throughput.run(
-            database_url, events=_ints("BENCH_EVENTS", "100000")[0]
-        )
-        results["persister_targets"] = persister_throughput.targets(results["persister"])
-        results["bulk"] = bulk.as_rows(
-            bulk.run_isolated(valkey.url, database_url, _ints("BENCH_ENTRIES", "1000000")[0])
-        )
-    # One hot board on a local cluster of its own, against its number of shards.
-    results["hot_board"] = hot_board.run(
-        hot_board.with_settings(
-            players=_ints("BENCH_HOT_PLAYERS", "20000")[0],
-            submissions=_ints("BENCH_HOT_SUBMISSIONS", "20000")[0],
-        )
-    )
-    results["cold_start"] = cold_start.run()
-    results["seconds"] = round(time.perf_counter() - started, 1)
-    (RESULTS / "results.json").write_text(json.dumps(results, indent=2, default=str))
+
+def _report_http(results: dict[str, Any]) -> None:
     _table(
         "make run over HTTP (keep-alive, closed loop) vs the handlers in process",
         results["http"]["rows"],
@@ -149,12 +124,47 @@ def main() -> int:
     sustained = {k: v for k, v in results["http"]["sustained"].items() if k != "depth_samples"}
     _table("make run, sustained (open loop) and the persister keeping up", [sustained])
     _table("make run targets", results["http_targets"])
+
+
+def _run_live(_: Context) -> dict[str, Any]:
+    from benchmarks import live_latency
+
+    live = live_latency.run(
+        live_latency.Settings(
+            rates=tuple(_ints("BENCH_LIVE_RATES", "1,100,1000")),
+            subscribers=tuple(_ints("BENCH_LIVE_SUBSCRIBERS", "1,100,1000")),
+            seconds=_ints("BENCH_LIVE_SECONDS", "5")[0],
+        )
+    )
+    return {"live": live, "live_targets": live_latency.targets(live)}
+
+
+def _report_live(results: dict[str, Any]) -> None:
     _table(
         "Live updates: write acknowledged by the submit script (no HTTP) -> message at the"
         f" WebSocket clients ({results['live']['publish_rate']} publisher ticks/s)",
         results["live"]["rows"],
     )
     _table("Live updates targets", results["live_targets"])
+
+
+def _run_player_channels(_: Context) -> dict[str, Any]:
+    from benchmarks import player_channels
+
+    channels = player_channels.run(
+        player_channels.Settings(
+            players=_ints("BENCH_PLAYER_CHANNEL_PLAYERS", "10000")[0],
+            watchers=_ints("BENCH_PLAYER_CHANNEL_WATCHERS", "1000")[0],
+            seconds=_ints("BENCH_PLAYER_CHANNEL_SECONDS", "10")[0],
+        )
+    )
+    return {
+        "player_channels": channels,
+        "player_channels_targets": player_channels.targets(channels),
+    }
+
+
+def _report_player_channels(results: dict[str, Any]) -> None:
     _table(
         "Player channels: write acknowledged by the submit script -> the passed player's message"
         " at its WebSocket client (one subscription per watching player)",
@@ -166,12 +176,47 @@ def main() -> int:
         results["player_channels"]["script_cost"],
     )
     _table("Player channels targets", results["player_channels_targets"])
+
+
+def _run_submit_cpu(_: Context) -> dict[str, Any]:
+    from benchmarks import submit_cpu
+    from devstack.servers import EmbeddedValkey
+
+    # Hot, on a Valkey of its own with nothing else to do.
+    with EmbeddedValkey() as idle:
+        rows = submit_cpu.run(
+            idle.url,
+            submit_cpu.Settings(sizes=tuple(_ints("BENCH_SUBMIT_SIZES", "2000,1000000"))),
+        )
+    return {"submit_cpu": rows}
+
+
+def _report_submit_cpu(results: dict[str, Any]) -> None:
     _table(
         "Redis CPU per submission, hot (INFO commandstats), vs the ZADD + ZCOUNT + XADD floor"
         " and the pre-issue-22 script (baseline); guarantees_*: the floor plus only the commands"
         " the guarantees oblige (no logic)",
         results["submit_cpu"],
     )
+
+
+def _run_score_model(_: Context) -> dict[str, Any]:
+    from benchmarks import score_model, script_instructions
+    from devstack.servers import EmbeddedValkey
+
+    with EmbeddedValkey() as idle:
+        rows = score_model.run(
+            idle.url, score_model.Settings(players=_ints("BENCH_MODEL_PLAYERS", "20000")[0])
+        )
+    # The same comparison in instructions, under callgrind: what the ratios are quoted from.
+    progress("score model: instructions under callgrind")
+    counted = script_instructions.run(script_instructions.Settings())
+    return {"score_model": rows, "score_model_instructions": counted}
+
+
+def _report_score_model(results: dict[str, Any]) -> None:
+    from benchmarks import score_model
+
     _table(
         "Score model (issue 23): a board with 3 tie-breakers and teams vs a plain board, Redis CPU"
         f" per call (hot) and latency (target: within {score_model.TARGET_RATIO}x)",
@@ -182,6 +227,78 @@ def main() -> int:
         " the same count whatever the machine's load)",
         results["score_model_instructions"],
     )
+
+
+def _run_api(context: Context) -> dict[str, Any]:
+    from benchmarks import api_latency
+
+    redis_url, _ = context.stores()
+    rows = api_latency.run(redis_url, _ints("BENCH_SIZES", "10000,100000,1000000"))
+    return {"api": rows, "api_summary": api_latency.summary(rows)}
+
+
+def _report_api(results: dict[str, Any]) -> None:
+    _table("API operations through the real handlers vs the bare redis-py floor", results["api"])
+    print("summary:", json.dumps(results["api_summary"], default=str))
+
+
+def _run_history(context: Context) -> dict[str, Any]:
+    from benchmarks import player_history
+
+    _, database_url = context.stores()
+    rows = player_history.run(database_url, periods=_ints("BENCH_HISTORY_PERIODS", "500")[0])
+    return {"history": rows, "history_summary": player_history.summary(rows)}
+
+
+def _report_history(results: dict[str, Any]) -> None:
+    _table("Player history pages from the archive vs the bare psycopg floor", results["history"])
+    print("summary:", json.dumps(results["history_summary"], default=str))
+
+
+def _run_persister(context: Context) -> dict[str, Any]:
+    from benchmarks import persister_throughput
+
+    _, database_url = context.stores()
+    rows = persister_throughput.run(database_url, events=_ints("BENCH_EVENTS", "100000")[0])
+    return {"persister": rows, "persister_targets": persister_throughput.targets(rows)}
+
+
+def _report_persister(results: dict[str, Any]) -> None:
+    from benchmarks import persister_throughput
+
+    _table("Persister vs a raw COPY of the same rows", results["persister"])
+    for line in persister_throughput.target_lines(results["persister"]):
+        print(line)
+
+
+def _run_bulk(context: Context) -> dict[str, Any]:
+    from benchmarks import bulk
+
+    redis_url, database_url = context.stores()
+    entries = _ints("BENCH_ENTRIES", "1000000")[0]
+    return {"bulk": bulk.as_rows(bulk.run_isolated(redis_url, database_url, entries))}
+
+
+def _report_bulk(results: dict[str, Any]) -> None:
+    _table("Rollover and rebuild", results["bulk"])
+
+
+def _run_hot_board(_: Context) -> dict[str, Any]:
+    from benchmarks import hot_board
+
+    # One hot board on a local cluster of its own, against its number of shards.
+    result = hot_board.run(
+        hot_board.with_settings(
+            players=_ints("BENCH_HOT_PLAYERS", "20000")[0],
+            submissions=_ints("BENCH_HOT_SUBMISSIONS", "20000")[0],
+        )
+    )
+    return {"hot_board": result}
+
+
+def _report_hot_board(results: dict[str, Any]) -> None:
+    from benchmarks import hot_board
+
     hot_writes, hot_reads = hot_board.tables(results["hot_board"])
     _table(
         f"One hot board on a local cluster ({results['hot_board']['masters']} masters):"
@@ -190,17 +307,108 @@ def main() -> int:
         hot_writes,
     )
     _table("Reads of the hot board against shards: latency and Redis CPU per read", hot_reads)
-    _table("API operations through the real handlers vs the bare redis-py floor", results["api"])
-    print("summary:", json.dumps(results["api_summary"], default=str))
-    _table("Player history pages from the archive vs the bare psycopg floor", results["history"])
-    print("summary:", json.dumps(results["history_summary"], default=str))
-    _table("Persister vs a raw COPY of the same rows", results["persister"])
-    for line in persister_throughput.target_lines(results["persister"]):
-        print(line)
-    _table("Rollover and rebuild", results["bulk"])
+
+
+def _run_cold_start(_: Context) -> dict[str, Any]:
+    from benchmarks import cold_start
+
+    return {"cold_start": cold_start.run()}
+
+
+def _report_cold_start(results: dict[str, Any]) -> None:
     _table("Cold start: function import vs its own dependencies", results["cold_start"])
-    _plot(results, RESULTS / "benchmarks.png")
+
+
+SUITES: tuple[Suite, ...] = (
+    # `make run` under load first: it starts stores of its own, and the machine is quiet.
+    Suite("http", _run_http, _report_http),
+    # Live updates next, on a stack of their own, while the machine is still quiet.
+    Suite("live", _run_live, _report_live),
+    Suite("player_channels", _run_player_channels, _report_player_channels),
+    Suite("submit_cpu", _run_submit_cpu, _report_submit_cpu),
+    Suite("score_model", _run_score_model, _report_score_model),
+    Suite("api", _run_api, _report_api),
+    Suite("history", _run_history, _report_history),
+    Suite("persister", _run_persister, _report_persister),
+    Suite("bulk", _run_bulk, _report_bulk),
+    Suite("hot_board", _run_hot_board, _report_hot_board),
+    Suite("cold_start", _run_cold_start, _report_cold_start),
+)
+
+
+def chosen(selection: str | None) -> list[Suite]:
+    """The suites BENCH_SUITES names, in run order; all of them when it is unset or empty."""
+    if not selection or not selection.strip():
+        return list(SUITES)
+    names = [n.strip() for n in selection.split(",") if n.strip()]
+    known = {s.name for s in SUITES}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise SystemExit(
+            f"BENCH_SUITES: no suite named {', '.join(unknown)}; the suites are"
+            f" {', '.join(s.name for s in SUITES)}"
+        )
+    return [s for s in SUITES if s.name in names]
+
+
+def run_suites(
+    suites: list[Suite], results_dir: Path = RESULTS
+) -> tuple[dict[str, Any], list[str]]:
+    """Runs each suite, printing its tables and saving its results as soon as it finishes."""
+    results_dir.mkdir(parents=True, exist_ok=True)
+    results: dict[str, Any] = {"suites": {}}
+    failed: list[str] = []
+    started = time.perf_counter()
+    with Context() as context:
+        for number, suite in enumerate(suites, 1):
+            progress(f"suite {suite.name} ({number} of {len(suites)})")
+            began = time.perf_counter()
+            try:
+                measured = suite.run(context)
+            except Exception:  # a broken suite must not cost the others their results
+                failed.append(suite.name)
+                trace = traceback.format_exc()
+                print(f"\n== suite {suite.name} FAILED\n{trace}", flush=True)
+                results["suites"][suite.name] = {
+                    "status": "failed",
+                    "seconds": round(time.perf_counter() - began, 1),
+                    "error": trace.strip().splitlines()[-1],
+                }
+            else:
+                seconds = round(time.perf_counter() - began, 1)
+                results.update(measured)
+                results["suites"][suite.name] = {"status": "ok", "seconds": seconds}
+                (results_dir / f"{suite.name}.json").write_text(
+                    json.dumps(measured, indent=2, default=str)
+                )
+                suite.report(measured)
+                progress(f"suite {suite.name} done in {seconds} s")
+            results["seconds"] = round(time.perf_counter() - started, 1)
+            (results_dir / "results.json").write_text(json.dumps(results, indent=2, default=str))
+            sys.stdout.flush()
+    return results, failed
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.WARNING)
+    selection = os.environ.get("BENCH_SUITES")
+    if selection and selection.strip() == "list":
+        for suite in SUITES:
+            print(suite.name)
+        return 0
+    results, failed = run_suites(chosen(selection))
+    _table(
+        "Suites",
+        [{"suite": name, **summary} for name, summary in results["suites"].items()],
+    )
+    try:
+        _plot(results, RESULTS / "benchmarks.png")
+    except Exception:  # the tables and JSON are the results; the picture is a convenience
+        print("benchmarks.png not drawn:\n" + traceback.format_exc())
     print(f"\nresults in {RESULTS}/results.json and benchmarks.png ({results['seconds']} s)")
+    if failed:
+        print(f"failed: {', '.join(failed)}")
+        return 1
     return 0
 
 
@@ -211,12 +419,25 @@ def _plot(results: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     figure, axes = plt.subplots(4, 2, figsize=(14, 17))
-    _plot_http(results["http"], axes[2][0], axes[2][1])
-    _plot_live(results["live"], axes[3][0], axes[3][1])
-    api = results["api"]
+    if "http" in results:
+        _plot_http(results["http"], axes[2][0], axes[2][1])
+    if "live" in results:
+        _plot_live(results["live"], axes[3][0], axes[3][1])
+    if "api" in results:
+        _plot_api(results["api"], axes[0][0])
+    if "persister" in results:
+        _plot_persister(results["persister"], axes[0][1])
+    if "bulk" in results:
+        _plot_bulk(results["bulk"], axes[1][0])
+    if "cold_start" in results:
+        _plot_cold_start(results["cold_start"], axes[1][1])
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+
+
+def _plot_api(api: list[dict[str, Any]], ax: Any) -> None:
     sizes = sorted({r["size"] for r in api})
     ops = sorted({r["op"] for r in api})
-    ax = axes[0][0]
     width = 0.8 / max(1, len(sizes))
     for n, size in enumerate(sizes):
         rows = {r["op"]: r for r in api if r["size"] == size}
@@ -244,8 +465,8 @@ def _plot(results: dict[str, Any], path: Path) -> None:
     ax.set_title("API operations, warm, p50")
     ax.legend(fontsize=8)
 
-    ax = axes[0][1]
-    persister = results["persister"]
+
+def _plot_persister(persister: list[dict[str, Any]], ax: Any) -> None:
     ax.bar(
         [r.get("name", str(i)) for i, r in enumerate(persister)],
         [r.get("events_per_second", 0) for r in persister],
@@ -255,8 +476,8 @@ def _plot(results: dict[str, Any], path: Path) -> None:
     ax.set_title("Persister events/s vs raw COPY of the same rows (xN: workers)")
     ax.set_ylabel("events per second")
 
-    ax = axes[1][0]
-    bulk_rows = results["bulk"]
+
+def _plot_bulk(bulk_rows: list[dict[str, Any]], ax: Any) -> None:
     ax.bar([r["name"] for r in bulk_rows], [r["entries_per_second"] for r in bulk_rows])
     for i, r in enumerate(bulk_rows):
         ax.annotate(
@@ -270,8 +491,8 @@ def _plot(results: dict[str, Any], path: Path) -> None:
     ax.set_title(f"Rollover and rebuild of {bulk_rows[0]['entries']:,} entries")
     ax.set_ylabel("entries per second")
 
-    ax = axes[1][1]
-    cold = results["cold_start"]
+
+def _plot_cold_start(cold: list[dict[str, Any]], ax: Any) -> None:
     names = [r.get("function", str(i)) for i, r in enumerate(cold)]
     ax.bar(names, [r.get("import_ms", 0) for r in cold], label="function import")
     ax.bar(names, [r.get("dependencies_ms", 0) for r in cold], label="its dependencies", alpha=0.6)
@@ -279,8 +500,6 @@ def _plot(results: dict[str, Any], path: Path) -> None:
     ax.set_ylabel("ms")
     ax.set_title("Cold start imports")
     ax.legend(fontsize=8)
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
 
 
 def _plot_http(http: dict[str, Any], throughput: Any, depth: Any) -> None:

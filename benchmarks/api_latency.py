@@ -39,6 +39,7 @@ from typing import Any
 
 from redis.connection import Connection, ConnectionPool
 
+from benchmarks.progress import progress
 from devstack import tokens
 from devstack.gateway import build_event
 from devstack.runtime import load_handler, make_context, module_name
@@ -548,6 +549,7 @@ def run(redis_url: str, sizes: list[int], *, samples: int = 2000) -> list[dict[s
     ):
         try:
             for size in sizes:
+                progress(f"api: boards of {size:,} entries")
                 boards = _create_boards(admin, size)
                 try:
                     for n, op in enumerate(_operations(api, boards, size)):

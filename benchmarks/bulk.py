@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from benchmarks.progress import progress
 from leaderboard.domain.auth import Caller
 from leaderboard.services.boards import BoardAdminService
 from leaderboard.services.rebuild import Rebuilder
@@ -109,6 +110,7 @@ def run(
 ) -> list[BulkResult]:
     """Fill in another process (its memory must not hide ours), then time each step here."""
     board_id = f"bench-{uuid.uuid4().hex[:8]}"
+    progress(f"bulk: filling Valkey and PostgreSQL with {entries:,} entries")
     filler = multiprocessing.get_context("spawn").Process(
         target=_fill_in_child, args=(redis_url, database_url, board_id, entries)
     )
@@ -123,6 +125,7 @@ def run(
     rollover = Rollover(
         db, index, lambda: datetime(2026, 11, 16, 0, 5, tzinfo=UTC), chunk_size=chunk_size
     )
+    progress("bulk: rollover")
     before, started = _reset_peak(), time.perf_counter()
     report = rollover.run({"weekly"}, board_ids={board_id})
     seconds = time.perf_counter() - started
@@ -137,6 +140,7 @@ def run(
         )
     )
 
+    progress("bulk: rebuild")
     before, started = _reset_peak(), time.perf_counter()
     rebuilt = Rebuilder(db, index, chunk_size=chunk_size).rebuild(board_id)
     seconds = time.perf_counter() - started

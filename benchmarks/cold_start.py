@@ -35,6 +35,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from benchmarks.progress import progress
 from devstack.template import ROOT, FunctionSpec
 from devstack.template import load as load_template
 from devstack.webhook_receiver import WEBHOOK_PLACEHOLDER_ENV
@@ -192,6 +193,7 @@ def run(
         cached = ["-X", f"pycache_prefix={Path(tmp) / 'cached'}"]  # the probe fills it
         source = ["-B", "-X", f"pycache_prefix={Path(tmp) / 'none'}"]  # never any bytecode
         for name, spec in load_template().functions.items():
+            progress(f"cold start: {name}")
             probe = json.loads(_child(spec, _PROBE, cached))
             deps = ",".join(probe["loaded"])
             times: dict[str, list[float]] = {"app": [], "deps": [], "app_src": [], "deps_src": []}

@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
+from benchmarks.progress import progress
 from leaderboard.domain.boards import BoardConfig
 from leaderboard.domain.clock import to_ms
 from leaderboard.domain.events import new_event_id
@@ -149,6 +150,7 @@ def _write_rows(url: str, settings: Settings) -> list[dict[str, Any]]:
     rate: dict[int, list[float]] = {k: [] for k in boards}
     calls_total = dict.fromkeys(boards, 0)
     for r in range(settings.rounds):
+        progress(f"hot board: round {r + 1} of {settings.rounds}")
         for shards, board_id in boards.items():
             _reset(client)
             seconds = _send_round(clients[shards], board_id, settings, r * per_client, per_client)

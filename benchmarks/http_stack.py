@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.http_load import LoadResult, Request, request_bytes, run_in_child
+from benchmarks.progress import progress
 from devstack import tokens
 from devstack.servers import free_port
 
@@ -361,6 +362,7 @@ def run(settings: Settings | None = None, extra_env: dict[str, str] | None = Non
     settings = settings or Settings()
     with running_stack(extra_env) as stack:
         started = time.perf_counter()
+        progress(f"http: loading a board of {settings.players:,} players into make run")
         board = create_board(stack, settings.players)
         loaded_s = round(time.perf_counter() - started, 1)
         handler = floor(stack, board, settings.players, settings.floor_samples)
@@ -373,6 +375,7 @@ def run(settings: Settings | None = None, extra_env: dict[str, str] | None = Non
         rows = []
         for op in OPS:
             for clients in settings.concurrency:
+                progress(f"http: {op}, {clients} clients, {settings.phase_seconds:g} s")
                 maker = Requests(op, board, settings.players, stack.server, f"{run_id}-{clients}")
                 result = run_in_child(
                     "closed", "127.0.0.1", stack.port, maker, clients, settings.phase_seconds
@@ -380,6 +383,7 @@ def run(settings: Settings | None = None, extra_env: dict[str, str] | None = Non
                 row = _row("closed", op, clients, result)
                 row["handler_p50_ms"] = round(handler[op]["p50_ms"], 2)
                 rows.append(row)
+        progress(f"http: sustained load for {settings.sustained_seconds:g} s, then the drain")
         sustained = _sustained(stack, board, settings, run_id)
     return {
         "settings": settings.__dict__,

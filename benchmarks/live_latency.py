@@ -55,6 +55,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchmarks.progress import progress
+
 if TYPE_CHECKING:  # the child processes import this module: keep its imports light
     import numpy as np
 
@@ -489,6 +491,7 @@ def run(settings: Settings | None = None) -> dict[str, Any]:
         with context.Pool(1) as writers:
             for count in settings.subscribers:
                 for rate in settings.rates:
+                    progress(f"live: {count} subscribers, {rate:g} writes/s")
                     rows.append(_cell(stack, admin, writers, rate, count, settings))
     return {
         "settings": asdict(settings),

@@ -37,6 +37,7 @@ from typing import Any
 
 import psycopg
 
+from benchmarks.progress import progress
 from devstack.queue_consumer import sqs_record
 from devstack.runtime import load_handler, make_context
 from devstack.template import FunctionSpec
@@ -448,6 +449,7 @@ def run(
     dict per measurement."""
     results = []
     for count in workers:
+        progress(f"persister: {events:,} events, {count} worker(s)")
         suffix = uuid.uuid4().hex[:8]
         board_id = f"bench-persist-{suffix}"
         workload = make_events(board_id, events)

@@ -66,6 +66,7 @@ from benchmarks.live_latency import (
     p99_target,
     publish_rate,
 )
+from benchmarks.progress import progress
 
 if TYPE_CHECKING:  # the child processes import this module: keep its imports light
     from leaderboard.stores.redis_index import RedisIndex
@@ -656,10 +657,12 @@ def run(settings: Settings | None = None) -> dict[str, Any]:
 
     settings = settings or Settings()
     started = time.perf_counter()
+    progress(f"player channels: {settings.watchers:,} watchers at {settings.rate:g} writes/s")
     latency = measure_latency(settings)
     cost: list[dict[str, Any]] = []
     with EmbeddedValkey() as valkey:
         for players, watchers in settings.cost_boards:
+            progress(f"player channels: script cost, {players:,} players, {watchers:,} watches")
             cost += script_cost(valkey.url, players, watchers, settings, latency["publish_rate"])
         if settings.backlog_writes and settings.cost_boards:
             players, watchers = settings.cost_boards[0]
