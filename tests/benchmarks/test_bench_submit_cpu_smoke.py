@@ -28,3 +28,19 @@ def test_submit_cpu_benchmark_runs_end_to_end() -> None:
             assert row[column] > 0, row
         assert row["ratio"] > 0 and row["baseline_ratio"] > 0 and row["guarantees_ratio"] > 0, row
     assert [r["target"] for r in rows] == ["", "", ""]  # targets are stated at 2,000 players
+
+
+def test_above_its_threshold_only_the_target_shapes_are_measured() -> None:
+    """A million-player board is loaded only for the shapes the docs quote at that size."""
+    shapes = (submit_cpu.SHAPES[0], submit_cpu.SHAPES[-1])
+    assert shapes[0].target and not shapes[1].target
+    settings = submit_cpu.Settings(
+        sizes=(50, 120), submissions=60, warmup=20, rounds=1, shapes=shapes, all_shapes_up_to=100
+    )
+    with EmbeddedValkey() as valkey:
+        rows = submit_cpu.run(valkey.url, settings)
+    assert [(r["players"], r["shape"]) for r in rows] == [
+        (50, shapes[0].name),
+        (50, shapes[1].name),
+        (120, shapes[0].name),
+    ]
