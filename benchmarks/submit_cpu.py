@@ -166,13 +166,18 @@ def _load(client: redis.Redis, shape: Shape, board: BoardConfig, players: int, s
     index.publish_board(board)
     periods = current_periods(NOW)
     regions: list[str | None] = [None, shape.region] if shape.region else [None]
+    sets = [(periods[kind].id, region) for kind in shape.periods for region in regions]
+    # A plain board's sets are bare sorted sets: the first is loaded from here and the others
+    # copied from it inside the server (the same size and score spread; loading a million
+    # players into eight sets from Python took minutes). Other layouts are loaded set by set.
+    plain = board.shards == 1 and board.ties != "first" and not board.tiebreakers
+    loaded = sets[:1] if plain else sets
     chunk = 20_000
     for start in range(0, players, chunk):
         ids = range(start, min(players, start + chunk))
-        for kind in shape.periods:
-            for region in regions:
-                rows = [(f"p{i:07d}", float(rng.randint(0, 1_000_000)), i + 1, None) for i in ids]
-                index.load_entries(board, periods[kind].id, region, rows)
+        for period_id, region in loaded:
+            rows = [(f"p{i:07d}", float(rng.randint(0, 1_000_000)), i + 1, None) for i in ids]
+            index.load_entries(board, period_id, region, rows)
         refs = {f"p{i:07d}": shape.sets() for i in ids}
         meta = (
             {f"p{i:07d}": json.dumps(_metadata(rng, i), separators=(",", ":")) for i in ids}
@@ -180,7 +185,10 @@ def _load(client: redis.Redis, shape: Shape, board: BoardConfig, players: int, s
             else {}
         )
         index.load_players(board.board_id, refs, meta)
-    client.set(BoardKeys(board.board_id).seq, players)
+    keys = BoardKeys(board.board_id)
+    for period_id, region in sets[len(loaded) :]:
+        client.copy(keys.zset(*sets[0]), keys.zset(period_id, region), replace=True)
+    client.set(keys.seq, players)
 
 
 def _submissions(shape: Shape, players: int, count: int, seed: int) -> Iterator[Submission]:
