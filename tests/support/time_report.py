@@ -1,6 +1,8 @@
 """Where the suite's time went, printed at the end of every run: the slowest test files (the
 time each held its worker: with `--dist loadfile` a file runs on one worker, so this is its
-wall time there), the slowest set-ups (a fixture that starts servers or a stack shows here),
+wall time there; beside it the CPU its worker and the processes it started and ended spent:
+on 2 cores the suite is bound by CPU, so that column is what a cut must come from), the
+slowest set-ups (a fixture that starts servers or a stack shows here),
 and the run against the budget `make test` promises (README, "Testing"). Whoever adds a slow
 test sees it the same day.
 """
@@ -24,6 +26,7 @@ class TimeReport:
         self.workers = max(1, workers)
         self.started = time.monotonic()
         self.files: Counter[str] = Counter()
+        self.cpu: Counter[str] = Counter()
         self.tests: Counter[str] = Counter()
         self.setups: list[tuple[float, str]] = []
         self.worker_cpu = 0.0
@@ -39,6 +42,7 @@ class TimeReport:
         the controller through this hook)."""
         path = report.nodeid.split("::", 1)[0]
         self.files[path] += report.duration
+        self.cpu[path] += sum(v for k, v in report.user_properties if k == CPU_PROPERTY)
         if report.when == "call":
             self.tests[path] += 1
         if report.when == "setup":
@@ -51,9 +55,15 @@ class TimeReport:
         wall = time.monotonic() - self.started
         busy = sum(self.files.values())
         terminalreporter.section("where the time went")
-        write(f"slowest {SHOWN_FILES} test files (seconds on their worker, tests):")
+        write(
+            f"slowest {SHOWN_FILES} test files (seconds on their worker, CPU seconds of the"
+            " worker and the processes it started and ended, tests):"
+        )
         for path, seconds in self.files.most_common(SHOWN_FILES):
-            write(f"  {seconds:7.1f}  {self.tests[path]:4d}  {path}")
+            write(f"  {seconds:7.1f}  {self.cpu[path]:7.1f}  {self.tests[path]:4d}  {path}")
+        write(f"most CPU, {SHOWN_FILES} test files (CPU seconds, seconds on their worker):")
+        for path, cpu in self.cpu.most_common(SHOWN_FILES):
+            write(f"  {cpu:7.1f}  {self.files[path]:7.1f}  {path}")
         write(f"slowest {SHOWN_SETUPS} set-ups (fixtures: servers, stacks, clusters):")
         for seconds, nodeid in sorted(self.setups, reverse=True)[:SHOWN_SETUPS]:
             write(f"  {seconds:7.1f}  {nodeid}")
@@ -70,6 +80,34 @@ class TimeReport:
         )
 
 
+CPU_PROPERTY = "cpu_seconds"
+
+
+def _cpu_now() -> float:
+    times = os.times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+class PhaseCpu:
+    """Where the tests run: the CPU spent since the previous report (this process, and the
+    processes it started that have ended), carried on each report to the controller. A
+    server a module started is counted when the module's teardown reaps it."""
+
+    def __init__(self) -> None:
+        self.last = _cpu_now()
+
+    def pytest_collection_finish(self) -> None:
+        self.last = _cpu_now()  # collection's imports belong to no file
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: object) -> object:
+        report = yield
+        now = _cpu_now()
+        report.user_properties.append((CPU_PROPERTY, round(now - self.last, 3)))  # type: ignore[attr-defined]
+        self.last = now
+        return report
+
+
 class WorkerCpu:
     """On an xdist worker: hands its own CPU time to the controller when it ends."""
 
@@ -83,6 +121,7 @@ class WorkerCpu:
 
 def register(config: pytest.Config) -> None:
     """The report on the process that prints; on xdist's workers, what they send it."""
+    config.pluginmanager.register(PhaseCpu(), "time-report-phase-cpu")
     if hasattr(config, "workerinput"):
         config.pluginmanager.register(WorkerCpu(config), "time-report-worker")
         return
