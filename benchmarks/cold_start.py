@@ -180,13 +180,14 @@ def _time_deps(spec: FunctionSpec, flags: list[str], deps: str) -> float:
 
 
 def run(
-    repeats: int = 11, source_repeats: int = 5, source_functions: set[str] | None = None
+    repeats: int = 11, source_repeats: int = 3, source_functions: set[str] | None = None
 ) -> list[dict[str, Any]]:
     """One dict per function: best-of-`repeats` times in ms, ratios, and what was imported.
 
     The best run, not the median: an import does a fixed amount of work and noise only adds to
     it. On this shared machine, medians of 5 moved a ratio by +-30% between runs. Imports from
-    source take seconds, so they are repeated fewer times, and `source_functions` may name the
+    source take seconds each, so they are repeated fewer times (3: the suite took over three
+    minutes of `make bench` at 5), and `source_functions` may name the
     only functions timed from source (the others' source fields are None)."""
     results = []
     with tempfile.TemporaryDirectory(prefix="cold-start-") as tmp:
@@ -270,7 +271,7 @@ def print_table(results: list[dict[str, Any]]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=11)
-    parser.add_argument("--source-repeats", type=int, default=5)
+    parser.add_argument("--source-repeats", type=int, default=3)
     args = parser.parse_args()
     print_table(run(args.repeats, args.source_repeats))
     return 0
