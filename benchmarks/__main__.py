@@ -31,6 +31,7 @@ import json
 import logging
 import math
 import os
+import signal
 import sys
 import time
 import traceback
@@ -389,6 +390,18 @@ def run_suites(
     return results, failed
 
 
+def _stop_on_signals() -> None:
+    """Ctrl-C, or a timeout's SIGTERM, ends the run through the same exits as an error: the
+    embedded servers stop, and what finished is already on disk. (A shell starts a background
+    job with SIGINT ignored; a run asked to stop should stop.)"""
+
+    def terminate(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, terminate)
+
+
 def main() -> int:
     logging.basicConfig(level=logging.WARNING)
     selection = os.environ.get("BENCH_SUITES")
@@ -396,7 +409,8 @@ def main() -> int:
         for suite in SUITES:
             print(suite.name)
         return 0
-    results, failed = run_suites(chosen(selection))
+    _stop_on_signals()
+    results, failed = run_suites(chosen(selection), RESULTS)
     _table(
         "Suites",
         [{"suite": name, **summary} for name, summary in results["suites"].items()],
