@@ -55,30 +55,31 @@ SERVER_MARKERS = ("server", "e2e", "cluster")
 NO_SERVERS = os.environ.get("TEST_NO_SERVERS") == "1"
 # The files that take longest, started first so that no worker is handed a long one at the end
 # while the others sit idle. Refresh the list from `make test PYTEST_ARGS=--durations=30`.
-SLOW_FIRST = (  # longest first (worker-seconds of a fresh-clone run, 2026-11-26; ~ = older)
-    "devstack/test_sam_local_invoke.py",  # 139 (mostly waiting on Docker)
-    "devstack/test_sam_local_emulation.py",  # 90 (its own worker, beside the one above)
-    "e2e/test_fuzz.py",  # ~155
-    "stores/test_sharded_index.py",  # ~152
-    "benchmarks/test_bench_persister_coldstart_smoke.py",  # 140
-    "e2e/test_e2e_local_stack.py",  # 136
-    "chaos/test_chaos_smoke.py",  # 108
-    "e2e/test_demo_page.py",  # ~80
-    "e2e/test_cluster_stack.py",  # 56
-    "functions/test_bad_input.py",  # ~51
-    "chaos/test_chaos_cluster.py",  # 49
-    "clients/test_python_client.py",  # ~40 (one make run stack)
-    "benchmarks/test_bench_live_smoke.py",  # 45
-    "clients/test_js_client.py",  # ~45 (make run, then node --test)
-    "services/test_reference_model.py",  # ~40 (12 examples)
-    "benchmarks/test_bench_http_smoke.py",  # 38
-    "deploy/test_template.py",  # ~35
-    "stores/test_cluster.py",  # ~32
-    "test_conftest.py",  # ~31
-    "services/test_reference_model_tiebreakers.py",  # ~30 (12 examples)
-    "e2e/test_validation_hooks_stack.py",  # ~30
-    "services/test_validation_hooks.py",  # ~30
-    "stores/test_sharded_tiebreakers.py",  # ~20
+SLOW_FIRST = (  # longest first: seconds on their worker in two fresh-clone runs, 2026-11-28
+    "chaos/test_chaos_smoke.py",  # 86-89
+    "devstack/test_sam_local_invoke.py",  # 74-83 (mostly waiting on Docker)
+    "e2e/test_fuzz.py",  # 71
+    "e2e/test_e2e_local_stack.py",  # 58-63
+    "stores/test_sharded_index.py",  # 55-59
+    "e2e/test_demo_page.py",  # 56-59
+    "clients/test_js_client.py",  # 51-53 (the worker's make run, then node --test)
+    "devstack/test_sam_local_emulation.py",  # 45-49 (another worker than the native one)
+    "e2e/test_cluster_stack.py",  # 39-41
+    "chaos/test_chaos_cluster.py",  # 27-35
+    "e2e/test_docs_client_player_channels.py",  # 35
+    "benchmarks/test_bench_live_smoke.py",  # 28-33
+    "benchmarks/test_bench_http_smoke.py",  # 26-32
+    "benchmarks/test_bench_persister_coldstart_smoke.py",  # 27-28
+    "functions/test_bad_input.py",  # 26
+    "clients/test_python_client.py",
+    "services/test_reference_model.py",
+    "deploy/test_template.py",
+    "stores/test_cluster.py",
+    "test_conftest.py",
+    "services/test_reference_model_tiebreakers.py",
+    "e2e/test_validation_hooks_stack.py",
+    "services/test_validation_hooks.py",
+    "stores/test_sharded_tiebreakers.py",
 )
 
 

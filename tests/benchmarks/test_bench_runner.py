@@ -96,7 +96,7 @@ _HANGING_RUN = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_a_run_stopped_halfway_keeps_the_finished_suites_results_and_stops_its_servers(
     tmp_path, stop
 ):
