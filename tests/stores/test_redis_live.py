@@ -233,3 +233,89 @@ def test_hiding_a_player_takes_them_out_of_live_messages_and_their_writes_stay_s
     top = update.top[0]
     assert (top.player_id, top.rank, top.score) == ("p1", 1, 110)
     assert [(e.player_id, e.rank) for e in update.changed] == [("p1", 1)]
+
+
+def _sharded(index: RedisIndex, board_id: str, shards: int, **rules: Any) -> Any:
+    from dataclasses import replace
+
+    board = publish(index, board_id, periods=["all-time"], **rules)
+    return replace(board, shards=shards, version=board.version + 1)
+
+
+def test_a_sharded_boards_changes_are_capped_with_the_newest_first(
+    index: RedisIndex, board_id: str
+) -> None:
+    """Over its shards a board keeps the newest changes: shards ordered by their newest
+    change (each node's stream clock, to the millisecond), each shard's changes newest first,
+    and the update says it was truncated."""
+    from leaderboard.domain.shards import shard_of
+
+    board = _sharded(index, board_id, 3)
+    index.publish_board(board)
+    model = ModelBoard(board)
+    live = LiveIndex(index.client, max_changed=3)
+    players = [f"p{i}" for i in range(7)]
+    for i, player in enumerate(players):
+        submit(index, model, board_id, player, i)
+    (update,) = _changes(live, index, board_id).updates
+    assert update.changed_truncated
+    changed = [e.player_id for e in update.changed]
+    assert len(changed) == 3
+    for shard in {shard_of(p, 3) for p in changed}:  # of each shard, its newest changes
+        own = [p for p in changed if shard_of(p, 3) == shard]
+        newest = [p for p in reversed(players) if shard_of(p, 3) == shard]
+        assert own == newest[: len(own)]
+
+
+def test_a_sharded_board_deleted_since_the_catalog_was_read_publishes_nothing(
+    index: RedisIndex, board_id: str
+) -> None:
+    """The publisher read the catalog, then the board went (its shards' configurations with
+    it): no message and no error, as for a board of one shard."""
+    from leaderboard.domain.shards import shard_board_id
+
+    board = _sharded(index, board_id, 3)
+    index.publish_board(board)
+    model = ModelBoard(board)
+    live = LiveIndex(index.client)
+    submit(index, model, board_id, "p1", 5)
+    (public,) = [b for b in live.catalog() if b["board_id"] == board_id]
+    for shard in range(3):
+        index.client.delete(BoardKeys(shard_board_id(board_id, shard, 3)).cfg)
+    (result,) = live.changes([board_channels(public, NOW)])
+    assert not isinstance(result, Exception), result
+    assert result.updates == ()
+
+
+def test_a_sharded_board_is_read_after_the_node_lost_its_scripts(
+    index: RedisIndex, board_id: str
+) -> None:
+    """A restarted node has no scripts: the publisher loads them again and reads on."""
+    board = _sharded(index, board_id, 2)
+    index.publish_board(board)
+    model = ModelBoard(board)
+    live = LiveIndex(index.client)
+    submit(index, model, board_id, "p1", 5)
+    index.client.script_flush()
+    (update,) = _changes(live, index, board_id).updates
+    assert [(e.player_id, e.rank) for e in update.changed] == [("p1", 1)]
+
+
+def test_a_sharded_board_whose_shard_fails_is_an_error_not_a_partial_update(
+    index: RedisIndex, board_id: str
+) -> None:
+    """One shard's script failing (here: a key of the wrong type) fails the board's read as a
+    whole, reported as its error: no update made of the other shards alone."""
+    from leaderboard.domain.shards import shard_board_id
+
+    board = _sharded(index, board_id, 2)
+    index.publish_board(board)
+    model = ModelBoard(board)
+    live = LiveIndex(index.client)
+    submit(index, model, board_id, "p1", 5)
+    (public,) = [b for b in live.catalog() if b["board_id"] == board_id]
+    broken = BoardKeys(shard_board_id(board_id, 1, 2)).outbox
+    index.client.delete(broken)
+    index.client.set(broken, "not a stream")
+    (result,) = live.changes([board_channels(public, NOW)])
+    assert isinstance(result, Exception) and "WRONGTYPE" in str(result)
