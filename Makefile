@@ -102,8 +102,9 @@ validate: setup
 
 # The suite in parallel: TEST_WORKERS pytest-xdist workers, each with servers of its own; a
 # file's tests stay on one worker (their module fixtures start once). Coverage is combined over
-# all. The suite is now bound by CPU (about 1.7 of 2 cores busy throughout): on 2 cores, 3
-# workers finished a fresh clone's run in 8m38s against 9m18s-9m31s with 4, on less CPU.
+# all. The suite is bound by CPU (about 1.6 of 2 cores busy throughout), and 3 workers keep
+# both cores busy while one waits on Docker or a stack (fresh clones on 2 cores, 2026-11-28:
+# make test in 6m18s-6m47s; the report at the end of pytest says where the time went).
 TEST_WORKERS ?= 3
 # --no-loadscope-reorder: xdist would otherwise hand out files by their number of tests, not in
 # the order tests/conftest.py sets (the longest first), and a long file with few tests came last.
