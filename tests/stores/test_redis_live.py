@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from leaderboard.domain.shards import shard_board_id, shard_of
 from leaderboard.services.live import board_channels
 from leaderboard.stores.redis_index import BoardKeys, RedisIndex
 from leaderboard.stores.redis_live import LiveIndex
@@ -235,11 +237,21 @@ def test_hiding_a_player_takes_them_out_of_live_messages_and_their_writes_stay_s
     assert [(e.player_id, e.rank) for e in update.changed] == [("p1", 1)]
 
 
-def _sharded(index: RedisIndex, board_id: str, shards: int, **rules: Any) -> Any:
-    from dataclasses import replace
+def _sharded(index: RedisIndex, board_id: str, shards: int) -> ModelBoard:
+    """A board of `shards` shards, published, with its reference model."""
+    board = publish(index, board_id, periods=["all-time"])
+    board = replace(board, shards=shards, version=board.version + 1)
+    index.publish_board(board)
+    return ModelBoard(board)
 
-    board = publish(index, board_id, periods=["all-time"], **rules)
-    return replace(board, shards=shards, version=board.version + 1)
+
+def _written_once(index: RedisIndex, board_id: str, shards: int) -> tuple[LiveIndex, Any]:
+    """A sharded board with one write, and its catalog entry as the publisher read it."""
+    model = _sharded(index, board_id, shards)
+    live = LiveIndex(index.client)
+    submit(index, model, board_id, "p1", 5)
+    (public,) = [b for b in live.catalog() if b["board_id"] == board_id]
+    return live, public
 
 
 def test_a_sharded_boards_changes_are_capped_with_the_newest_first(
@@ -248,11 +260,7 @@ def test_a_sharded_boards_changes_are_capped_with_the_newest_first(
     """Over its shards a board keeps the newest changes: shards ordered by their newest
     change (each node's stream clock, to the millisecond), each shard's changes newest first,
     and the update says it was truncated."""
-    from leaderboard.domain.shards import shard_of
-
-    board = _sharded(index, board_id, 3)
-    index.publish_board(board)
-    model = ModelBoard(board)
+    model = _sharded(index, board_id, 3)
     live = LiveIndex(index.client, max_changed=3)
     players = [f"p{i}" for i in range(7)]
     for i, player in enumerate(players):
@@ -272,14 +280,7 @@ def test_a_sharded_board_deleted_since_the_catalog_was_read_publishes_nothing(
 ) -> None:
     """The publisher read the catalog, then the board went (its shards' configurations with
     it): no message and no error, as for a board of one shard."""
-    from leaderboard.domain.shards import shard_board_id
-
-    board = _sharded(index, board_id, 3)
-    index.publish_board(board)
-    model = ModelBoard(board)
-    live = LiveIndex(index.client)
-    submit(index, model, board_id, "p1", 5)
-    (public,) = [b for b in live.catalog() if b["board_id"] == board_id]
+    live, public = _written_once(index, board_id, 3)
     for shard in range(3):
         index.client.delete(BoardKeys(shard_board_id(board_id, shard, 3)).cfg)
     (result,) = live.changes([board_channels(public, NOW)])
@@ -291,11 +292,7 @@ def test_a_sharded_board_is_read_after_the_node_lost_its_scripts(
     index: RedisIndex, board_id: str
 ) -> None:
     """A restarted node has no scripts: the publisher loads them again and reads on."""
-    board = _sharded(index, board_id, 2)
-    index.publish_board(board)
-    model = ModelBoard(board)
-    live = LiveIndex(index.client)
-    submit(index, model, board_id, "p1", 5)
+    live, _ = _written_once(index, board_id, 2)
     index.client.script_flush()
     (update,) = _changes(live, index, board_id).updates
     assert [(e.player_id, e.rank) for e in update.changed] == [("p1", 1)]
@@ -306,14 +303,7 @@ def test_a_sharded_board_whose_shard_fails_is_an_error_not_a_partial_update(
 ) -> None:
     """One shard's script failing (here: a key of the wrong type) fails the board's read as a
     whole, reported as its error: no update made of the other shards alone."""
-    from leaderboard.domain.shards import shard_board_id
-
-    board = _sharded(index, board_id, 2)
-    index.publish_board(board)
-    model = ModelBoard(board)
-    live = LiveIndex(index.client)
-    submit(index, model, board_id, "p1", 5)
-    (public,) = [b for b in live.catalog() if b["board_id"] == board_id]
+    live, public = _written_once(index, board_id, 2)
     broken = BoardKeys(shard_board_id(board_id, 1, 2)).outbox
     index.client.delete(broken)
     index.client.set(broken, "not a stream")
