@@ -187,7 +187,7 @@ bench: setup
 fuzz: setup
 	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-2000} $(PY) -m pytest tests/e2e/test_fuzz.py -q $(PYTEST_ARGS)
 	HYPOTHESIS_PROFILE=long $(PY) -m pytest $(PARALLEL) -q tests/services/test_reference_model.py \
-	  tests/services/test_reference_model_tiebreakers.py tests/stores/test_sharded_tiebreakers.py \
+	  tests/services/test_reference_model_tiebreakers.py tests/stores/redis/sharded/test_sharded_tiebreakers.py \
 	  $(PYTEST_ARGS)
 
 # Faults in turn under concurrent load, then chaos/checker.py verifies from the outside

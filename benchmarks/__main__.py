@@ -78,7 +78,7 @@ class Context:
     def stores(self) -> tuple[str, str]:
         if self._stores is None:
             from devstack.servers import EmbeddedPostgres, EmbeddedValkey
-            from leaderboard.stores.postgres import apply_migrations
+            from leaderboard.stores.postgres.database import apply_migrations
 
             progress("starting the shared Valkey and PostgreSQL")
             valkey = self.exits.enter_context(EmbeddedValkey())

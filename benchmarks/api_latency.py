@@ -49,8 +49,9 @@ from leaderboard.domain.boards import parse_board_request
 from leaderboard.domain.clock import to_ms
 from leaderboard.domain.periods import ALL_TIME, WEEKLY, current_period, current_periods
 from leaderboard.domain.submissions import Submission
-from leaderboard.stores.redis_client import RedisLike, connect
-from leaderboard.stores.redis_index import CATALOG_KEY, BoardKeys, RedisIndex
+from leaderboard.stores.redis.client import RedisLike, connect
+from leaderboard.stores.redis.keys import CATALOG_KEY, BoardKeys
+from leaderboard.stores.redis.serving_index import RedisIndex
 
 READ_FUNCTION, WRITE_FUNCTION = "ApiReadFunction", "ApiWriteFunction"
 MODES = ("increment", "best", "set")
@@ -296,7 +297,7 @@ def _read_call(
         keys.archived,
     ]
     # RedisIndex.window: op, period kind, region, player, offset or rank, size, period id.
-    return _Call(api.read, event, index._read, script_keys, [*args, ALL_TIME])
+    return _Call(api.read, event, index._one_node._read, script_keys, [*args, ALL_TIME])
 
 
 def _players_call(api: _Api, board_id: str, ids: list[str]) -> _Call:
@@ -307,7 +308,7 @@ def _players_call(api: _Api, board_id: str, ids: list[str]) -> _Call:
     return _Call(
         api.read,
         event,
-        api.read.index._players,
+        api.read.index._one_node._players,
         [keys.cfg, keys.meta, keys.archived],
         args,
     )
@@ -323,7 +324,7 @@ def _standings_call(api: _Api, board_id: str, player: str) -> _Call:
     return _Call(
         api.read,
         event,
-        api.read.index._players,
+        api.read.index._one_node._players,
         [keys.cfg, keys.meta, keys.archived],
         args,
     )

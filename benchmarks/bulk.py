@@ -21,9 +21,10 @@ from leaderboard.domain.auth import Caller
 from leaderboard.services.boards import BoardAdminService
 from leaderboard.services.rebuild import Rebuilder
 from leaderboard.services.rollover import Rollover
-from leaderboard.stores.postgres import Database
-from leaderboard.stores.redis_client import connect
-from leaderboard.stores.redis_index import BoardKeys, RedisIndex
+from leaderboard.stores.postgres.database import Database
+from leaderboard.stores.redis.client import connect
+from leaderboard.stores.redis.keys import BoardKeys
+from leaderboard.stores.redis.serving_index import RedisIndex
 
 ADMIN = Caller("bench", frozenset({"leaderboard/admin"}))
 WEEK, REGION = "2026-W46", "EU"

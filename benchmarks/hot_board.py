@@ -33,8 +33,9 @@ from leaderboard.domain.clock import to_ms
 from leaderboard.domain.events import new_event_id
 from leaderboard.domain.periods import current_periods
 from leaderboard.domain.submissions import Submission
-from leaderboard.stores.redis_client import connect
-from leaderboard.stores.redis_index import BatchWrite, RedisIndex
+from leaderboard.stores.redis.client import connect
+from leaderboard.stores.redis.records import BatchWrite
+from leaderboard.stores.redis.serving_index import RedisIndex
 
 NOW = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)
 TARGET_CPU_RATIO = 1.2

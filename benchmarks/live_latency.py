@@ -162,8 +162,8 @@ def _write(redis_url: str, board_id: str, rate: float, warm: float, seconds: flo
     from leaderboard.domain.events import new_event_id
     from leaderboard.domain.periods import current_periods
     from leaderboard.domain.submissions import Submission
-    from leaderboard.stores.redis_client import connect
-    from leaderboard.stores.redis_index import RedisIndex
+    from leaderboard.stores.redis.client import connect
+    from leaderboard.stores.redis.serving_index import RedisIndex
 
     client = connect(redis_url)
     index = RedisIndex(client)
@@ -311,7 +311,7 @@ class LeaseWatch:
     the next one (started every minute) during the cell: a handover may pause the messages."""
 
     def __init__(self, redis_url: str, every: float = 0.025) -> None:
-        from leaderboard.stores.redis_client import connect
+        from leaderboard.stores.redis.client import connect
 
         self.client = connect(redis_url)
         self.every = every
@@ -320,7 +320,7 @@ class LeaseWatch:
         self._thread = threading.Thread(target=self._run, name="lease-watch", daemon=True)
 
     def _run(self) -> None:
-        from leaderboard.stores.redis_live import LEASE_KEY
+        from leaderboard.stores.redis.live.channels import LEASE_KEY
 
         while not self._stop.is_set():
             self.samples.append((time.monotonic(), self.client.get(LEASE_KEY)))

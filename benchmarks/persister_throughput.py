@@ -560,7 +560,7 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=1000)
     args = parser.parse_args()
     from devstack.servers import EmbeddedPostgres
-    from leaderboard.stores.postgres import apply_migrations
+    from leaderboard.stores.postgres.database import apply_migrations
 
     with EmbeddedPostgres() as pg:
         url = pg.create_database("bench")

@@ -69,7 +69,7 @@ from benchmarks.live_latency import (
 from benchmarks.progress import progress
 
 if TYPE_CHECKING:  # the child processes import this module: keep its imports light
-    from leaderboard.stores.redis_index import RedisIndex
+    from leaderboard.stores.redis.serving_index import RedisIndex
 
 SPACING = 10  # seeded scores are this far apart: a write raising a score by k * SPACING passes k
 _DATA = b'{"type":"data"'
@@ -132,7 +132,7 @@ def _seed(index: RedisIndex, board_id: str, players: int) -> None:
     from leaderboard.domain.events import new_event_id
     from leaderboard.domain.periods import current_periods
     from leaderboard.domain.submissions import Submission
-    from leaderboard.stores.redis_index import BatchWrite
+    from leaderboard.stores.redis.records import BatchWrite
 
     now = datetime.now(UTC)
     now_ms, periods = to_ms(now), current_periods(now)
@@ -182,8 +182,8 @@ def _watch(index: RedisIndex, board_id: str, players: int, settings: Settings) -
 
 def _caught_up(client: Any, board_id: str, timeout: float) -> None:
     """Wait until the publisher has read the board's outbox to its end (the seeding)."""
-    from leaderboard.stores.redis_index import BoardKeys
-    from leaderboard.stores.redis_live import live_state_key
+    from leaderboard.stores.redis.keys import BoardKeys
+    from leaderboard.stores.redis.live.channels import live_state_key
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -196,7 +196,7 @@ def _caught_up(client: Any, board_id: str, timeout: float) -> None:
 
 def _ranks_now(client: Any, board_id: str, players: list[str]) -> dict[str, int | None]:
     """Each player's rank as the publisher computes it (ties shared: 1 + the players ahead)."""
-    from leaderboard.stores.redis_index import BoardKeys
+    from leaderboard.stores.redis.keys import BoardKeys
 
     zkey = BoardKeys(board_id).zset(_all_time().period_id)
     pipe = client.pipeline(transaction=False)
@@ -230,8 +230,8 @@ def _write(
     from leaderboard.domain.events import new_event_id
     from leaderboard.domain.periods import current_periods
     from leaderboard.domain.submissions import Submission
-    from leaderboard.stores.redis_client import connect
-    from leaderboard.stores.redis_index import RedisIndex
+    from leaderboard.stores.redis.client import connect
+    from leaderboard.stores.redis.serving_index import RedisIndex
 
     client = connect(redis_url)
     index = RedisIndex(client)
@@ -486,8 +486,9 @@ def measure_latency(settings: Settings) -> dict[str, Any]:
     """The stack, the board and its watchers, the writer and the subscribers: one row."""
     from devstack import tokens
     from leaderboard.domain.live import player_channel
-    from leaderboard.stores.redis_client import connect
-    from leaderboard.stores.redis_index import BoardKeys, RedisIndex
+    from leaderboard.stores.redis.client import connect
+    from leaderboard.stores.redis.keys import BoardKeys
+    from leaderboard.stores.redis.serving_index import RedisIndex
 
     with local_stack() as stack:
         ticks = publish_rate(stack)
@@ -582,9 +583,11 @@ def script_cost(
     from leaderboard.domain.events import new_event_id
     from leaderboard.domain.periods import current_periods
     from leaderboard.domain.submissions import Submission
-    from leaderboard.stores.redis_client import connect
-    from leaderboard.stores.redis_index import BatchWrite, RedisIndex
-    from leaderboard.stores.redis_live import BoardChannels, LiveIndex
+    from leaderboard.stores.redis.client import connect
+    from leaderboard.stores.redis.live.channels import BoardChannels
+    from leaderboard.stores.redis.live.index import LiveIndex
+    from leaderboard.stores.redis.records import BatchWrite
+    from leaderboard.stores.redis.serving_index import RedisIndex
 
     client = connect(redis_url)
     index = RedisIndex(client)

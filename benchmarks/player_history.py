@@ -22,9 +22,9 @@ import psycopg
 
 from leaderboard.domain.periods import current_period
 from leaderboard.services.reads import ReadService
-from leaderboard.stores import archive
-from leaderboard.stores.archive import ArchiveStore
-from leaderboard.stores.postgres import Database
+from leaderboard.stores.postgres import archive_reads
+from leaderboard.stores.postgres.archive import ArchiveStore
+from leaderboard.stores.postgres.database import Database
 
 LIMIT = 10
 
@@ -107,7 +107,7 @@ def run(
     try:
         for name, player, before in cases:
             query = {"kind": "weekly", "limit": str(LIMIT)} | ({"before": before} if before else {})
-            sql = archive._HISTORY_BEFORE if before else archive._HISTORY_LATEST
+            sql = archive_reads._HISTORY_BEFORE if before else archive_reads._HISTORY_LATEST
             params: dict[str, Any] = {"b": board_id, "player": player, "k": "weekly", "r": ""}
             params |= {"before": before, "n": LIMIT + 1}
             page = reads.history(board_id, player, query)

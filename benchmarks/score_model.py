@@ -35,7 +35,8 @@ from leaderboard.domain.events import new_event_id
 from leaderboard.domain.periods import ALL_TIME, WEEKLY, current_periods
 from leaderboard.domain.submissions import Submission
 from leaderboard.domain.tiebreakers import TieBreaker, tie_key
-from leaderboard.stores.redis_index import BoardKeys, RedisIndex
+from leaderboard.stores.redis.keys import BoardKeys
+from leaderboard.stores.redis.serving_index import RedisIndex
 
 TARGET_RATIO = 1.3
 COLUMNS = (TieBreaker("time_ms", "asc"), TieBreaker("deaths", "asc"), TieBreaker("level", "desc"))

@@ -32,7 +32,7 @@ from leaderboard.domain.clock import to_ms
 from leaderboard.domain.events import new_event_id
 from leaderboard.domain.periods import WEEKLY, current_periods
 from leaderboard.domain.submissions import Submission
-from leaderboard.stores.redis_index import RedisIndex
+from leaderboard.stores.redis.serving_index import RedisIndex
 
 KINDS = ("submit", "top 10", "player", "around")
 

@@ -44,7 +44,8 @@ from leaderboard.domain.clock import to_ms
 from leaderboard.domain.events import new_event_id
 from leaderboard.domain.periods import ALL_TIME, PERIOD_KINDS, current_periods
 from leaderboard.domain.submissions import Submission
-from leaderboard.stores.redis_index import BoardKeys, RedisIndex
+from leaderboard.stores.redis.keys import BoardKeys
+from leaderboard.stores.redis.serving_index import RedisIndex
 
 NOW = datetime(2026, 11, 18, 12, 0, tzinfo=UTC)  # a Wednesday: every period well inside
 TARGET_RATIO = 1.25

@@ -257,7 +257,7 @@ class LocalStack:
             self.events.realtime_url,
             self.events.publish_url,
         )
-        from leaderboard.stores.postgres import apply_migrations
+        from leaderboard.stores.postgres.database import apply_migrations
 
         apply_migrations(database_url)
         self.env = {
@@ -324,9 +324,9 @@ class LocalStack:
     def _publish_boards(self) -> None:
         """The index may have restarted empty: rebuild what it lost from PostgreSQL."""
         from leaderboard.services.boards import BoardAdminService
-        from leaderboard.stores.postgres import Database
-        from leaderboard.stores.redis_client import connect
-        from leaderboard.stores.redis_index import RedisIndex
+        from leaderboard.stores.postgres.database import Database
+        from leaderboard.stores.redis.client import connect
+        from leaderboard.stores.redis.serving_index import RedisIndex
 
         db = Database(self.env["DATABASE_URL"])
         client = connect(self.env["REDIS_URL"], cluster=self.env["REDIS_CLUSTER"] == "true")

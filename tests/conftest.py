@@ -27,9 +27,9 @@ from devstack import servers, tokens
 from devstack.hooks import LOCAL_HOOKS
 from devstack.servers import EmbeddedPostgres, EmbeddedValkey, LocalEventApi, LocalSQS
 from devstack.webhook_receiver import WEBHOOK_PLACEHOLDER_ENV
-from leaderboard.stores.postgres import apply_migrations
-from leaderboard.stores.redis_client import connect
-from leaderboard.stores.redis_index import RedisIndex
+from leaderboard.stores.postgres.database import apply_migrations
+from leaderboard.stores.redis.client import connect
+from leaderboard.stores.redis.serving_index import RedisIndex
 from tests.support import examples, time_report
 from tests.support.api import InProcessApi
 from tests.support.boards import ListSink, MovableClock
@@ -60,7 +60,7 @@ SLOW_FIRST = (  # longest first: seconds on their worker in two fresh-clone runs
     "devstack/test_sam_local_invoke.py",  # 74-83 (mostly waiting on Docker)
     "e2e/test_fuzz.py",  # 71
     "e2e/test_e2e_local_stack.py",  # 58-63
-    "stores/test_sharded_index.py",  # 55-59
+    "stores/redis/sharded/test_sharded_index.py",  # 55-59
     "e2e/test_demo_page.py",  # 56-59
     "clients/test_js_client.py",  # 51-53 (the worker's make run, then node --test)
     "devstack/test_sam_local_emulation.py",  # 45-49 (another worker than the native one)
@@ -74,12 +74,12 @@ SLOW_FIRST = (  # longest first: seconds on their worker in two fresh-clone runs
     "clients/test_python_client.py",
     "services/test_reference_model.py",
     "deploy/test_template.py",
-    "stores/test_cluster.py",
+    "stores/redis/test_cluster.py",
     "test_conftest.py",
     "services/test_reference_model_tiebreakers.py",
     "e2e/test_validation_hooks_stack.py",
     "services/test_validation_hooks.py",
-    "stores/test_sharded_tiebreakers.py",
+    "stores/redis/sharded/test_sharded_tiebreakers.py",
 )
 
 

@@ -15,10 +15,10 @@ from leaderboard.domain.auth import require_admin
 from leaderboard.services.boards import BoardAdminService
 from leaderboard.services.health import HealthService
 from leaderboard.settings import DatabaseSettings, HookSettings, QueueSettings, RedisSettings
-from leaderboard.stores.postgres import Database
-from leaderboard.stores.redis_client import connect
-from leaderboard.stores.redis_index import RedisIndex
-from leaderboard.stores.score_queue import SqsScoreQueue, make_sqs_client
+from leaderboard.stores.aws.score_queue import SqsScoreQueue, make_sqs_client
+from leaderboard.stores.postgres.database import Database
+from leaderboard.stores.redis.client import connect
+from leaderboard.stores.redis.serving_index import RedisIndex
 
 redis_settings = RedisSettings.from_env()
 db = Database(DatabaseSettings.from_env().connection_url)

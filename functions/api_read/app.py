@@ -23,10 +23,11 @@ from leaderboard.api.http import (
     token_verifier,
 )
 from leaderboard.api.observability import logger, metrics, tracer
-from leaderboard.services.reads import ArchiveSource, ReadModel, ReadService
+from leaderboard.services.read_base import ArchiveSource, ReadModel
+from leaderboard.services.reads import ReadService
 from leaderboard.settings import DatabaseSettings, RedisSettings, TokenSettings
-from leaderboard.stores.redis_client import connect
-from leaderboard.stores.redis_index import RedisIndex
+from leaderboard.stores.redis.client import connect
+from leaderboard.stores.redis.serving_index import RedisIndex
 
 settings = RedisSettings.from_env()
 database = DatabaseSettings.from_env()  # validated now, connected only if ever needed
@@ -36,15 +37,15 @@ tokens = token_verifier(
 
 
 def postgres_reads() -> ReadModel:
-    from leaderboard.stores.postgres import Database
-    from leaderboard.stores.standings_reads import PostgresReadModel
+    from leaderboard.stores.postgres.database import Database
+    from leaderboard.stores.postgres.record_reads import PostgresReadModel
 
     return PostgresReadModel(Database(database.connection_url))
 
 
 def archive_reads() -> ArchiveSource:
-    from leaderboard.stores.archive import ArchiveStore
-    from leaderboard.stores.postgres import Database
+    from leaderboard.stores.postgres.archive import ArchiveStore
+    from leaderboard.stores.postgres.database import Database
 
     return ArchiveStore(Database(database.connection_url))
 

@@ -27,10 +27,10 @@ from leaderboard.domain.validation import MAX_BATCH_BODY_BYTES, known_params
 from leaderboard.services.scores import ScoreService
 from leaderboard.services.watches import UNWATCH_PARAMS, WatchService
 from leaderboard.settings import DatabaseSettings, HookSettings, QueueSettings, RedisSettings
-from leaderboard.stores.redis_client import connect
-from leaderboard.stores.redis_index import RedisIndex
-from leaderboard.stores.score_queue import SqsScoreQueue, make_sqs_client
-from leaderboard.stores.validation_hooks import ValidationHooks
+from leaderboard.stores.aws.score_queue import SqsScoreQueue, make_sqs_client
+from leaderboard.stores.aws.validation_hooks import ValidationHooks
+from leaderboard.stores.redis.client import connect
+from leaderboard.stores.redis.serving_index import RedisIndex
 
 redis_settings = RedisSettings.from_env()
 queue_settings = QueueSettings.from_env()
@@ -42,7 +42,8 @@ _boards: Any = None
 def board_in_record(board_id: str) -> bool:
     global _boards
     if _boards is None:
-        from leaderboard.stores.postgres import BoardRepository, Database
+        from leaderboard.stores.postgres.boards import BoardRepository
+        from leaderboard.stores.postgres.database import Database
 
         _boards = BoardRepository(Database(database.connection_url))
     return _boards.get(board_id) is not None

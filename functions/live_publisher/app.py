@@ -16,9 +16,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from leaderboard.api.observability import logger, metrics, tracer
 from leaderboard.services.live import LivePublisher
 from leaderboard.settings import LiveSettings, RedisSettings
-from leaderboard.stores.event_api import EventApiPublisher
-from leaderboard.stores.redis_client import connect
-from leaderboard.stores.redis_live import LiveIndex
+from leaderboard.stores.aws.event_api import EventApiPublisher
+from leaderboard.stores.redis.client import connect
+from leaderboard.stores.redis.live.index import LiveIndex
 
 # Leave this much of the function timeout for releasing the lease and flushing metrics.
 _MARGIN_MS = 5_000

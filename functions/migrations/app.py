@@ -18,7 +18,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from leaderboard.api.observability import logger
 from leaderboard.settings import DatabaseSettings
-from leaderboard.stores.postgres import apply_migrations
+from leaderboard.stores.postgres.database import apply_migrations
 
 database = DatabaseSettings.from_env()
 

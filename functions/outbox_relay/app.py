@@ -12,11 +12,12 @@ from leaderboard.api.observability import logger, metrics, tracer
 from leaderboard.services.rebuild import Rebuilder
 from leaderboard.services.relay import OutboxRelay
 from leaderboard.settings import DatabaseSettings, QueueSettings, RedisSettings
-from leaderboard.stores.postgres import BoardRepository, Database
-from leaderboard.stores.redis_client import connect
-from leaderboard.stores.redis_index import RedisIndex
-from leaderboard.stores.score_queue import SqsScoreQueue, make_sqs_client
-from leaderboard.stores.standings import StandingsStore
+from leaderboard.stores.aws.score_queue import SqsScoreQueue, make_sqs_client
+from leaderboard.stores.postgres.boards import BoardRepository
+from leaderboard.stores.postgres.database import Database
+from leaderboard.stores.postgres.record import StandingsStore
+from leaderboard.stores.redis.client import connect
+from leaderboard.stores.redis.serving_index import RedisIndex
 
 redis_settings = RedisSettings.from_env()
 queue_settings = QueueSettings.from_env()

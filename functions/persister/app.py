@@ -17,8 +17,8 @@ from leaderboard.api.observability import logger, metrics, tracer
 from leaderboard.domain.errors import Unavailable
 from leaderboard.domain.queue_messages import ReceivedEvent, parse_event
 from leaderboard.settings import DatabaseSettings
-from leaderboard.stores.postgres import Database
-from leaderboard.stores.standings import StandingsStore
+from leaderboard.stores.postgres.database import Database
+from leaderboard.stores.postgres.record import StandingsStore
 
 store = StandingsStore(Database(DatabaseSettings.from_env().connection_url))
 processor = BatchProcessor(event_type=EventType.SQS, raise_on_entire_batch_failure=False)

@@ -20,10 +20,10 @@ from leaderboard.domain.errors import ConfigurationError
 from leaderboard.domain.periods import BOARD_PERIOD_KINDS
 from leaderboard.services.rollover import Rollover
 from leaderboard.settings import DatabaseSettings, RedisSettings
-from leaderboard.stores.event_bus import sink_from_env
-from leaderboard.stores.postgres import Database
-from leaderboard.stores.redis_client import connect
-from leaderboard.stores.redis_index import RedisIndex
+from leaderboard.stores.aws.event_bus import sink_from_env
+from leaderboard.stores.postgres.database import Database
+from leaderboard.stores.redis.client import connect
+from leaderboard.stores.redis.serving_index import RedisIndex
 
 redis_settings = RedisSettings.from_env()
 try:

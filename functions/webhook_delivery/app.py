@@ -29,7 +29,7 @@ from leaderboard.services.webhooks import (
     envelope_of,
 )
 from leaderboard.settings import WebhookSettings
-from leaderboard.stores.webhook_http import UrllibTransport
+from leaderboard.stores.aws.webhook_sender import UrllibTransport
 
 settings = WebhookSettings.from_env()
 sqs = boto3.client("sqs", endpoint_url=settings.sqs_endpoint_url)

@@ -21,7 +21,7 @@ from leaderboard.api.channel_auth import MAX_TTL_SECONDS
 from leaderboard.domain.live import PLAYER_NAMESPACE
 from leaderboard.domain.shards import shard_board_id
 from leaderboard.settings import RedisSettings
-from leaderboard.stores.redis_index import BoardKeys
+from leaderboard.stores.redis.keys import BoardKeys
 
 TEMPLATE = load()
 RESOURCES = TEMPLATE.raw["Resources"]

@@ -46,7 +46,7 @@ from devstack.consistency import assert_redis_equals_postgres
 from devstack.queue_consumer import sqs_record
 from devstack.servers import free_port
 from devstack.stack import DLQ_NAME, LocalStack, StackConfig
-from leaderboard.stores.redis_client import connect
+from leaderboard.stores.redis.client import connect
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

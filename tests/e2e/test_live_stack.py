@@ -22,7 +22,7 @@ from devstack.live_client import LiveClient
 from devstack.stack import LocalStack
 from leaderboard.domain.boards import BoardConfig
 from leaderboard.domain.live import player_channel
-from leaderboard.stores.redis_client import connect
+from leaderboard.stores.redis.client import connect
 from tests.support.reference_model import ModelBoard
 
 pytestmark = pytest.mark.e2e

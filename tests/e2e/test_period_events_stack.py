@@ -18,7 +18,7 @@ from devstack import tokens
 from devstack.stack import LocalStack
 from leaderboard.domain.period_events import PeriodEnded, parse_rewards
 from leaderboard.domain.periods import parse_period_id
-from leaderboard.stores.event_bus import EventBridgeSink, sink_from_env
+from leaderboard.stores.aws.event_bus import EventBridgeSink, sink_from_env
 
 pytestmark = pytest.mark.e2e
 

@@ -22,7 +22,7 @@ from openapi_spec_validator.validation import OpenAPIV31SpecValidator
 from devstack.gateway import HttpGateway, LocalApi
 from devstack.runtime import EventLoopThread
 from devstack.template import Route, load
-from leaderboard.services import boards, reads, watches
+from leaderboard.services import boards, read_base, watches
 from tests.support.openapi_contract import (
     ContractViolation,
     check_response,
@@ -62,15 +62,15 @@ REQUIRED_QUERY = {"GET /boards/{board_id}/players": {"ids": "p-1"}}
 
 # What the read service accepts, by route (every other route takes no query parameter).
 CODE_PARAMS = {
-    "GET /boards/{board_id}/entries": reads._ENTRIES_PARAMS,
-    "GET /boards/{board_id}/players/{player_id}": reads._PLAYER_PARAMS,
-    "GET /boards/{board_id}/players/{player_id}/around": reads._AROUND_PARAMS,
-    "GET /boards/{board_id}/players": reads._PLAYERS_PARAMS,
-    "GET /boards/{board_id}/players/{player_id}/standings": reads._STANDINGS_PARAMS,
-    "GET /boards/{board_id}/players/{player_id}/history": reads._HISTORY_PARAMS,
+    "GET /boards/{board_id}/entries": read_base._ENTRIES_PARAMS,
+    "GET /boards/{board_id}/players/{player_id}": read_base._PLAYER_PARAMS,
+    "GET /boards/{board_id}/players/{player_id}/around": read_base._AROUND_PARAMS,
+    "GET /boards/{board_id}/players": read_base._PLAYERS_PARAMS,
+    "GET /boards/{board_id}/players/{player_id}/standings": read_base._STANDINGS_PARAMS,
+    "GET /boards/{board_id}/players/{player_id}/history": read_base._HISTORY_PARAMS,
     "GET /boards/{board_id}/flags": boards._FLAGS_PARAMS,
     "GET /boards/{board_id}/hidden": boards._HIDDEN_PARAMS,
-    "GET /tournaments": reads._TOURNAMENTS_PARAMS,
+    "GET /tournaments": read_base._TOURNAMENTS_PARAMS,
     "DELETE /boards/{board_id}/players/{player_id}/watch": set(watches.UNWATCH_PARAMS),
 }
 

@@ -12,7 +12,7 @@ import redis
 from leaderboard.domain.auth import Caller
 from leaderboard.domain.errors import BadRequest, Forbidden, NotFound
 from leaderboard.services.scores import ScoreService
-from leaderboard.stores.redis_index import RedisIndex
+from leaderboard.stores.redis.serving_index import RedisIndex
 from tests.support.boards import ListSink, publish
 from tests.support.round_trips import CountingConnection, counted
 

@@ -15,10 +15,10 @@ from leaderboard.services.boards import BoardAdminService
 from leaderboard.services.reads import ReadService
 from leaderboard.services.rollover import Rollover
 from leaderboard.services.scores import ScoreService
-from leaderboard.stores.archive import ArchiveStore
-from leaderboard.stores.event_bus import ListSink as EventListSink
-from leaderboard.stores.postgres import Database
-from leaderboard.stores.standings import StandingsStore
+from leaderboard.stores.aws.event_bus import ListSink as EventListSink
+from leaderboard.stores.postgres.archive import ArchiveStore
+from leaderboard.stores.postgres.database import Database
+from leaderboard.stores.postgres.record import StandingsStore
 from tests.services.test_rollover import (
     ADMIN,
     SERVER,

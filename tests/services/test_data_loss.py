@@ -21,11 +21,12 @@ from leaderboard.services.boards import BoardAdminService
 from leaderboard.services.reads import ReadService
 from leaderboard.services.rebuild import VERSION_GAP, Rebuilder
 from leaderboard.services.scores import ScoreService
-from leaderboard.stores.postgres import BoardRepository, Database
-from leaderboard.stores.redis_client import connect
-from leaderboard.stores.redis_index import RedisIndex
-from leaderboard.stores.standings import StandingsStore
-from leaderboard.stores.standings_reads import PostgresReadModel
+from leaderboard.stores.postgres.boards import BoardRepository
+from leaderboard.stores.postgres.database import Database
+from leaderboard.stores.postgres.record import StandingsStore
+from leaderboard.stores.postgres.record_reads import PostgresReadModel
+from leaderboard.stores.redis.client import connect
+from leaderboard.stores.redis.serving_index import RedisIndex
 from tests.support.api import drain_queue
 from tests.support.boards import ListSink
 

@@ -17,11 +17,12 @@ from leaderboard.domain.queue_messages import parse_event
 from leaderboard.services.health import HealthService
 from leaderboard.services.reads import ReadService
 from leaderboard.services.scores import ScoreService
-from leaderboard.stores.postgres import BoardRepository, Database, apply_migrations
-from leaderboard.stores.redis_client import connect
-from leaderboard.stores.redis_index import RedisIndex
-from leaderboard.stores.standings import StandingsStore
-from leaderboard.stores.standings_reads import PostgresReadModel
+from leaderboard.stores.postgres.boards import BoardRepository
+from leaderboard.stores.postgres.database import Database, apply_migrations
+from leaderboard.stores.postgres.record import StandingsStore
+from leaderboard.stores.postgres.record_reads import PostgresReadModel
+from leaderboard.stores.redis.client import connect
+from leaderboard.stores.redis.serving_index import RedisIndex
 from tests.support.boards import ListSink, publish
 from tests.support.workloads import workload
 

@@ -27,10 +27,10 @@ from leaderboard.domain.periods import current_periods
 from leaderboard.domain.submissions import Submission
 from leaderboard.services.live import LivePublisher, LiveReport
 from leaderboard.services.scores import ScoreService
-from leaderboard.stores.event_api import EventApiPublisher
-from leaderboard.stores.redis_client import connect
-from leaderboard.stores.redis_index import RedisIndex
-from leaderboard.stores.redis_live import LiveIndex
+from leaderboard.stores.aws.event_api import EventApiPublisher
+from leaderboard.stores.redis.client import connect
+from leaderboard.stores.redis.live.index import LiveIndex
+from leaderboard.stores.redis.serving_index import RedisIndex
 from tests.support.boards import ListSink, publish
 from tests.support.live import NOW, num, submit
 from tests.support.reference_model import ModelBoard

@@ -15,10 +15,10 @@ import psycopg
 from botocore.config import Config
 
 from leaderboard.services.relay import OutboxRelay
-from leaderboard.stores.postgres import Database
-from leaderboard.stores.redis_index import BoardKeys
-from leaderboard.stores.score_queue import SqsScoreQueue
-from leaderboard.stores.standings import StandingsStore
+from leaderboard.stores.aws.score_queue import SqsScoreQueue
+from leaderboard.stores.postgres.database import Database
+from leaderboard.stores.postgres.record import StandingsStore
+from leaderboard.stores.redis.keys import BoardKeys
 from tests.support.api import drain_queue
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,8 +97,8 @@ def test_a_process_killed_after_the_script_is_covered_by_the_relay(
         import os, signal
         from leaderboard.domain.auth import Caller
         from leaderboard.services.scores import ScoreService
-        from leaderboard.stores.redis_client import connect
-        from leaderboard.stores.redis_index import RedisIndex
+        from leaderboard.stores.redis.client import connect
+        from leaderboard.stores.redis.serving_index import RedisIndex
 
         class DiesBeforeSending:
             def send(self, event):

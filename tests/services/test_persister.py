@@ -16,8 +16,8 @@ from leaderboard.domain.auth import Caller
 from leaderboard.domain.events import new_event_id
 from leaderboard.domain.queue_messages import InvalidEvent, parse_event
 from leaderboard.services.scores import ScoreService
-from leaderboard.stores.postgres import Database
-from leaderboard.stores.standings import StandingsStore
+from leaderboard.stores.postgres.database import Database
+from leaderboard.stores.postgres.record import StandingsStore
 from tests.support.boards import ListSink
 from tests.support.workloads import workload
 

@@ -22,10 +22,10 @@ from leaderboard.services.boards import BoardAdminService
 from leaderboard.services.reads import ReadService
 from leaderboard.services.rollover import Rollover
 from leaderboard.services.scores import ScoreService
-from leaderboard.stores import archive
-from leaderboard.stores.archive import ArchiveStore
-from leaderboard.stores.postgres import Database
-from leaderboard.stores.standings import StandingsStore
+from leaderboard.stores.postgres import archive_reads
+from leaderboard.stores.postgres.archive import ArchiveStore
+from leaderboard.stores.postgres.database import Database
+from leaderboard.stores.postgres.record import StandingsStore
 from tests.support.boards import ListSink, MovableClock, publish
 
 ADMIN = Caller("admin", frozenset({"leaderboard/admin"}))
@@ -234,7 +234,7 @@ def test_a_page_is_one_backward_range_scan_however_long_the_history(index, datab
             ("veteran", None, 100),
             ("rookie", None, 10),
         ]:
-            query = archive._HISTORY_BEFORE if before else archive._HISTORY_LATEST
+            query = archive_reads._HISTORY_BEFORE if before else archive_reads._HISTORY_LATEST
             params = {"b": board_id, "player": player, "k": "weekly", "r": "", "before": before}
             plan = conn.execute(
                 "EXPLAIN (ANALYZE, FORMAT JSON) " + query, params | {"n": limit + 1}

@@ -16,9 +16,9 @@ from leaderboard.services.boards import BoardAdminService
 from leaderboard.services.reads import ReadService
 from leaderboard.services.rollover import Rollover
 from leaderboard.services.scores import ScoreService
-from leaderboard.stores.archive import ArchiveStore
-from leaderboard.stores.postgres import Database
-from leaderboard.stores.standings import StandingsStore
+from leaderboard.stores.postgres.archive import ArchiveStore
+from leaderboard.stores.postgres.database import Database
+from leaderboard.stores.postgres.record import StandingsStore
 from tests.support.boards import ListSink, MovableClock
 
 ADMIN = Caller("admin", frozenset({"leaderboard/admin"}))
@@ -82,7 +82,7 @@ def _shard(index, db, board_id, shards):
     """Issue 22: the same board split over shards (not yet a field of the API)."""
     from dataclasses import replace
 
-    from leaderboard.stores.postgres import BoardRepository
+    from leaderboard.stores.postgres.boards import BoardRepository
 
     repository = BoardRepository(db)
     board = repository.get(board_id)

@@ -19,10 +19,10 @@ from leaderboard.services.reads import ReadService
 from leaderboard.services.rebuild import Rebuilder
 from leaderboard.services.rollover import Rollover
 from leaderboard.services.scores import ScoreService
-from leaderboard.stores.archive import ArchiveStore
-from leaderboard.stores.postgres import Database
-from leaderboard.stores.standings import StandingsStore
-from leaderboard.stores.standings_reads import PostgresReadModel
+from leaderboard.stores.postgres.archive import ArchiveStore
+from leaderboard.stores.postgres.database import Database
+from leaderboard.stores.postgres.record import StandingsStore
+from leaderboard.stores.postgres.record_reads import PostgresReadModel
 from tests.support.boards import ListSink, MovableClock
 
 ADMIN = Caller("admin", frozenset({"leaderboard/admin"}))

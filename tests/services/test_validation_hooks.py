@@ -18,8 +18,9 @@ from leaderboard.domain.errors import HookUnavailable, RejectedByHook
 from leaderboard.domain.periods import ALL_TIME, current_periods
 from leaderboard.services.relay import OutboxRelay
 from leaderboard.services.scores import ScoreService
-from leaderboard.stores.redis_index import BoardKeys, RedisIndex
-from leaderboard.stores.validation_hooks import ValidationHooks
+from leaderboard.stores.aws.validation_hooks import ValidationHooks
+from leaderboard.stores.redis.keys import BoardKeys
+from leaderboard.stores.redis.serving_index import RedisIndex
 from tests.support.boards import ListSink, publish
 from tests.support.round_trips import CountingConnection, counted
 

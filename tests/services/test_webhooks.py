@@ -19,7 +19,7 @@ from leaderboard.services.webhooks import (
     classify,
     envelope_of,
 )
-from leaderboard.stores.webhook_http import UrllibTransport
+from leaderboard.stores.aws.webhook_sender import UrllibTransport
 
 SECRET = b"a-test-secret-of-some-length"
 ENVELOPE = json.loads(

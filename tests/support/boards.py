@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from leaderboard.domain.boards import parse_board_request
-from leaderboard.stores.redis_index import RedisIndex
+from leaderboard.stores.redis.serving_index import RedisIndex
 
 
 class MovableClock:

@@ -9,7 +9,7 @@ from typing import Any
 
 from leaderboard.domain.periods import current_periods
 from leaderboard.domain.submissions import Submission
-from leaderboard.stores.redis_index import RedisIndex
+from leaderboard.stores.redis.serving_index import RedisIndex
 from tests.support.reference_model import ModelBoard
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)

@@ -1,6 +1,6 @@
 """Random submission sequences replayed through the real services and on the reference model,
 every read compared: one check for a single node (tests/services/test_reference_model.py) and
-for a cluster (tests/stores/test_cluster.py)."""
+for a cluster (tests/stores/redis/test_cluster.py)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ time budget follows the board's `on_failure` policy: `open` applies the submissi
 
 This module is the contract only (no AWS, no I/O): the board field, the request the hook
 receives, the strict reading of its answer, and what the write path does with each verdict.
-The callers are in leaderboard.stores.validation_hooks.
+The callers are in leaderboard.stores.aws.validation_hooks.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 stable identity, its JSON, and the HMAC signature a webhook receiver checks.
 
 Pure domain code (no AWS, no I/O): the rollover builds the event from the archived entries in
-rank order and hands it to a `PeriodEventSink` (leaderboard/stores/event_bus.py); the webhook
+rank order and hands it to a `PeriodEventSink` (leaderboard/stores/aws/event_bus.py); the webhook
 delivery signs the same bytes. A re-run of a crashed rollover builds the same event, so every
 receiver sees the same `id` and, byte for byte, the same body (docs/API.md, "Period-end events
 and webhooks").
@@ -46,7 +46,7 @@ DEFAULT_TOLERANCE_S = 300
 
 
 class RankedEntry(Protocol):
-    """An archived entry as the archive reads it (stores.redis_index.Entry fits)."""
+    """An archived entry as the archive reads it (domain.read_results.Entry fits)."""
 
     @property
     def rank(self) -> int: ...

@@ -20,10 +20,11 @@ from leaderboard.domain.validation import (
     require_player_id,
 )
 from leaderboard.services.rebuild import Rebuilder
-from leaderboard.stores.hidden_players import HiddenPlayers
-from leaderboard.stores.postgres import BoardRepository, Database
-from leaderboard.stores.redis_index import RedisIndex
-from leaderboard.stores.standings import StandingsStore
+from leaderboard.stores.postgres.boards import BoardRepository
+from leaderboard.stores.postgres.database import Database
+from leaderboard.stores.postgres.hidden_players import HiddenPlayers
+from leaderboard.stores.postgres.record import StandingsStore
+from leaderboard.stores.redis.serving_index import RedisIndex
 
 
 class BoardAdminService:
@@ -183,7 +184,7 @@ class BoardAdminService:
     ) -> dict[str, Any]:
         """Submissions the board's validation hook flagged (or that were applied because it
         failed open), newest first, for review: `verdict`, `player_id`, `limit`, `before`."""
-        from leaderboard.stores.hook_review import HookReview
+        from leaderboard.stores.postgres.hook_review import HookReview
 
         require_admin(caller)
         board_id = require_board_id(board_id)

@@ -33,7 +33,8 @@ from leaderboard.domain.live import (
     fit_message,
 )
 from leaderboard.domain.periods import BOARD_PERIOD_KINDS, CUSTOM, current_period
-from leaderboard.stores.redis_live import BoardChanges, BoardChannels, LiveIndex
+from leaderboard.stores.redis.live.channels import BoardChanges, BoardChannels
+from leaderboard.stores.redis.live.index import LiveIndex
 
 log = logging.getLogger(__name__)
 

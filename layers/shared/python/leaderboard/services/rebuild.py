@@ -21,10 +21,11 @@ import psycopg
 from leaderboard.domain.boards import BoardConfig
 from leaderboard.domain.clock import to_ms
 from leaderboard.domain.errors import Conflict, NotFound, Unavailable
-from leaderboard.stores.hidden_players import HiddenPlayers
-from leaderboard.stores.postgres import BoardRepository, Database
-from leaderboard.stores.redis_index import RedisIndex
-from leaderboard.stores.standings import StandingsStore
+from leaderboard.stores.postgres.boards import BoardRepository
+from leaderboard.stores.postgres.database import Database
+from leaderboard.stores.postgres.hidden_players import HiddenPlayers
+from leaderboard.stores.postgres.record import StandingsStore
+from leaderboard.stores.redis.serving_index import RedisIndex
 
 log = logging.getLogger("leaderboard.rebuild")
 VERSION_GAP = 1_000_000_000  # more events than could ever be in flight when data is lost

@@ -21,7 +21,8 @@ from typing import Protocol
 from leaderboard.domain.events import ScoreEvent
 from leaderboard.domain.submissions import Submission
 from leaderboard.services.scores import EventSink, build_event
-from leaderboard.stores.redis_index import LIVE_ONLY_OPERATIONS, RedisIndex
+from leaderboard.stores.redis.keys import LIVE_ONLY_OPERATIONS
+from leaderboard.stores.redis.serving_index import RedisIndex
 
 
 class EventRecord(Protocol):

@@ -26,10 +26,13 @@ from leaderboard.domain.clock import Clock, system_clock
 from leaderboard.domain.errors import BadRequest, NotFound, Unavailable, Unprocessable
 from leaderboard.domain.period_events import PeriodEnded
 from leaderboard.domain.periods import ALL_TIME, CUSTOM, Period, current_period, parse_period_id
-from leaderboard.stores.archive import ArchiveStore
-from leaderboard.stores.event_bus import PeriodEventSink
-from leaderboard.stores.postgres import BoardRepository, Database
-from leaderboard.stores.redis_index import BoardKeys, Entry, RedisIndex
+from leaderboard.domain.read_results import Entry
+from leaderboard.stores.aws.event_bus import PeriodEventSink
+from leaderboard.stores.postgres.archive import ArchiveStore
+from leaderboard.stores.postgres.boards import BoardRepository
+from leaderboard.stores.postgres.database import Database
+from leaderboard.stores.redis.keys import BoardKeys
+from leaderboard.stores.redis.serving_index import RedisIndex
 
 log = logging.getLogger("leaderboard.rollover")
 # A day, week or month is archived this long after it ends (the schedules' 00:05 UTC): the

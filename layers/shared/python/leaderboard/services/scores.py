@@ -27,11 +27,13 @@ from leaderboard.domain.validation import (
     require_idempotency_key,
     require_player_id,
 )
-from leaderboard.stores.redis_index import BatchWrite, RedisIndex, Screen, SubmitResult
+from leaderboard.stores.redis.index.writes import Screen
+from leaderboard.stores.redis.records import BatchWrite, SubmitResult
+from leaderboard.stores.redis.serving_index import RedisIndex
 
 
 class HookJudge(Protocol):
-    """Calls a board's validation hook (leaderboard.stores.validation_hooks)."""
+    """Calls a board's validation hook (leaderboard.stores.aws.validation_hooks)."""
 
     def judge(
         self, hook: HookConfig, board_id: str, items: Sequence[tuple[Submission, str | None]]

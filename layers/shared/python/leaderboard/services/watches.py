@@ -20,7 +20,7 @@ from leaderboard.domain.watches import (
     parse_period_kind,
     parse_watch,
 )
-from leaderboard.stores.redis_index import WatchStanding
+from leaderboard.stores.redis.records import WatchStanding
 
 # The query parameters of DELETE .../watch (every other watch parameter is in the body).
 UNWATCH_PARAMS = ("period", "region")

@@ -29,6 +29,7 @@ from leaderboard.domain.period_events import (
     canonical_json,
     sign,
 )
+from leaderboard.stores.aws.webhook_sender import TransportFailure
 
 HEADER_ATTEMPT = "Leaderboard-Delivery-Attempt"
 RETRY_STATUSES = frozenset({408, 429})
@@ -51,10 +52,6 @@ class Attempt:
     status: int | None
     detail: str
     retry_in_seconds: int | None = None
-
-
-class TransportFailure(Exception):
-    """No HTTP answer: a timeout, a refused or reset connection, a TLS or DNS failure."""
 
 
 class WebhookTransport(Protocol):

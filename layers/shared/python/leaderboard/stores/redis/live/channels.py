@@ -1,0 +1,41 @@
+"""The live publisher's view of a board on a tick (its channels) and what a tick found on it
+(its changes), with the keys the publisher keeps in Redis; shared by the one-node and the
+sharded readers of changes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from leaderboard.domain.live import Channel, ChannelUpdate, PlayerUpdate
+from leaderboard.stores.redis.keys import BoardKeys
+
+LEASE_KEY = "lb:live:lease"
+# The watches one call ranks again on one channel at most (the rest wait for the next call):
+# what bounds a tick's script when a change crosses many watched ranks (docs/cost.md).
+DEFAULT_WATCH_CHECKS = 2000
+# Watched ranks outlive any watch (a day at most) by this much.
+WATCHED_RANKS_SECONDS = 2 * 86_400
+SUCCESSOR_KEY = "lb:live:successor"
+
+
+def live_state_key(board_id: str) -> str:
+    return BoardKeys(board_id).prefix + "live"
+
+
+@dataclass(frozen=True, slots=True)
+class BoardChannels:
+    """One board as the publisher sees it on a tick: its channels and how many top entries."""
+
+    board_id: str
+    channels: tuple[Channel, ...]
+    top: int
+    shards: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class BoardChanges:
+    board_id: str
+    updates: tuple[ChannelUpdate, ...]
+    entries_read: int = 0
+    skipped: int = 0
+    player_updates: tuple[PlayerUpdate, ...] = ()

@@ -1,0 +1,1 @@
+"""The one-node layout of a board's reads (board_reads.BoardReads)."""
