@@ -415,32 +415,34 @@ def _check(call: _Call, response: dict[str, Any], floor: Any) -> None:
 
 
 @contextlib.contextmanager
-def _recording(index: RedisIndex, attribute: str) -> Iterator[list[tuple[list[Any], list[Any]]]]:
-    """Record the keys and args the service passes to one of its scripts."""
-    script = getattr(index, attribute)
+def _recording(owner: Any, attribute: str) -> Iterator[list[tuple[list[Any], list[Any]]]]:
+    """Record the keys and args the service passes to one of its scripts (`owner`'s)."""
+    script = getattr(owner, attribute)
     calls: list[tuple[list[Any], list[Any]]] = []
 
     def record(keys: Any = None, args: Any = None, client: Any = None) -> Any:
         calls.append((list(keys or []), list(args or [])))
         return script(keys=keys, args=args, client=client)
 
-    setattr(index, attribute, record)
+    setattr(owner, attribute, record)
     try:
         yield calls
     finally:
-        setattr(index, attribute, script)
+        setattr(owner, attribute, script)
 
 
 def _verify_floor(op: _Op, rng: random.Random) -> None:
     """The floor must do the handler's Redis work: same script, same keys, same args."""
     call = op.make(rng)
     index = call.function.index
-    attribute = next(
-        name
+    # the scripts are the index's own (writes, periods) or its one-node layout's (reads)
+    owner, attribute = next(
+        (owner, name)
+        for owner in (index, index._one_node)
         for name in ("_read", "_periods", "_players", "_submit")
-        if getattr(index, name) is call.script
+        if getattr(owner, name, None) is call.script
     )
-    with _recording(index, attribute) as calls:
+    with _recording(owner, attribute) as calls:
         response = _invoke(call)
     _check(call, response, None)
     assert len(calls) == 1, (op.name, calls)

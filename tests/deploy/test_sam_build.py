@@ -115,8 +115,14 @@ def test_every_layer_ships_bytecode_for_the_runtime_only(build_dir: Path) -> Non
 def test_shared_layer_carries_the_package_data(build_dir: Path) -> None:
     package = build_dir / "SharedLayer" / "python" / "leaderboard"
     assert (package / "__init__.py").is_file()
-    assert (package / "stores" / "lua" / "submit.lua").is_file()
-    assert (package / "stores" / "sql" / "0001_boards.sql").is_file()
+    assert (package / "stores" / "redis" / "index" / "submit.lua").is_file()
+    assert (package / "stores" / "postgres" / "migrations" / "0001_boards.sql").is_file()
+    source = Path(__file__).resolve().parents[2] / "layers" / "shared" / "python" / "leaderboard"
+    data = sorted(
+        str(p.relative_to(source)) for p in source.rglob("*") if p.suffix in {".lua", ".sql"}
+    )
+    assert len(data) > 30
+    assert [name for name in data if not (package / name).is_file()] == []
 
 
 @pytest.mark.parametrize(
