@@ -237,3 +237,34 @@ def test_every_shared_fragment_a_script_names_exists_and_is_used() -> None:
         if uses:
             named.update(n.strip() for n in uses.group(1).split(",") if n.strip())
     assert named == shared
+
+
+# --- sharding is the store's business -----------------------------------------------------
+def _branches_on_sharding(path: Path) -> list[int]:
+    """Lines of `if`s (statements, expressions, comprehension filters) whose test names shards."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        tests = []
+        if isinstance(node, ast.If | ast.IfExp | ast.While):
+            tests.append(node.test)
+        elif isinstance(node, ast.comprehension):
+            tests.extend(node.ifs)
+        for test in tests:
+            names = {n.attr for n in ast.walk(test) if isinstance(n, ast.Attribute)}
+            names |= {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
+            names |= {n.value for n in ast.walk(test) if isinstance(n, ast.Constant)}
+            if any(isinstance(n, str) and "shard" in n for n in names):
+                found.append(test.lineno)
+    return found
+
+
+def test_no_service_or_handler_branches_on_sharding() -> None:
+    """The board's layout is chosen in the store (stores/redis/index/reads.py); services and
+    handlers hand a board's shard count on as data, never decide by it."""
+    places = sorted((PACKAGE_ROOT / "leaderboard" / "services").glob("*.py"))
+    places += sorted((ROOT / "functions").glob("*/app.py"))
+    assert len(places) > 15
+    found = {str(p.relative_to(ROOT)): lines for p in places if (lines := _branches_on_sharding(p))}
+    assert found == {}
+    index = PACKAGE_ROOT / "leaderboard" / "stores" / "redis" / "index" / "reads.py"
+    assert _branches_on_sharding(index), "the one place that chooses is found by this check"
