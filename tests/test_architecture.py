@@ -117,7 +117,9 @@ def _layers(lines: list[str], prefix: str = "") -> list[list[str]]:
 
 def _stated_orders() -> list[list[list[str]]]:
     lines = _section("Layers")
-    orders, current, prefix = [], [], ""
+    orders: list[list[list[str]]] = []
+    current: list[str] = []
+    prefix = ""
     for line in lines:
         inside = re.match(r"^Inside `([\w.]+)`:", line)
         if inside:
@@ -252,8 +254,12 @@ def _branches_on_sharding(path: Path) -> list[int]:
         for test in tests:
             names = {n.attr for n in ast.walk(test) if isinstance(n, ast.Attribute)}
             names |= {n.id for n in ast.walk(test) if isinstance(n, ast.Name)}
-            names |= {n.value for n in ast.walk(test) if isinstance(n, ast.Constant)}
-            if any(isinstance(n, str) and "shard" in n for n in names):
+            names |= {
+                n.value
+                for n in ast.walk(test)
+                if isinstance(n, ast.Constant) and isinstance(n.value, str)
+            }
+            if any("shard" in n for n in names):
                 found.append(test.lineno)
     return found
 
