@@ -1,5 +1,5 @@
-"""Live publisher (started every minute): for about a minute, coalesces each board's changes
-into a few messages per channel per second and publishes them to the event API.
+"""Live publisher (started every minute): for about a minute, publishes each board's changes
+to the event API as the writes wake it, at most LIVE_PUBLISH_RATE messages per channel a second.
 
 Only this function may publish (IAM); subscribers connect to the event API directly. Nothing
 here is on the write path: if this function fails, writes and persistence go on and clients
@@ -19,6 +19,7 @@ from leaderboard.settings import LiveSettings, RedisSettings
 from leaderboard.stores.aws.event_api import EventApiPublisher
 from leaderboard.stores.redis.client import connect
 from leaderboard.stores.redis.live.index import LiveIndex
+from leaderboard.stores.redis.live.wakes import PUBLISHER_CLIENT_NAME
 
 # Leave this much of the function timeout for releasing the lease and flushing metrics.
 _MARGIN_MS = 5_000
@@ -26,7 +27,7 @@ _MARGIN_MS = 5_000
 redis_settings = RedisSettings.from_env()
 settings = LiveSettings.from_env()
 index = LiveIndex(
-    connect(redis_settings.url, cluster=redis_settings.cluster),
+    connect(redis_settings.url, cluster=redis_settings.cluster, client_name=PUBLISHER_CLIENT_NAME),
     max_changed=settings.max_changed,
     max_watch_checks=settings.max_watch_checks,
 )
@@ -52,10 +53,12 @@ def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, A
         seconds, wait = min(seconds, max(0.0, float(event["run_seconds"]))), 0.0
     report = publisher.run(context.aws_request_id, seconds, wait_for_successor=wait)
     metrics.add_metric(name="LiveTicks", unit="Count", value=report.ticks)
+    metrics.add_metric(name="LiveReads", unit="Count", value=report.reads)
     metrics.add_metric(name="LivePublishes", unit="Count", value=report.published)
     metrics.add_metric(name="LivePlayerMessages", unit="Count", value=report.player_messages)
     metrics.add_metric(name="LivePublishFailures", unit="Count", value=report.failed)
     metrics.add_metric(name="LivePublishRefused", unit="Count", value=report.refused)
+    metrics.add_metric(name="LivePublishRetried", unit="Count", value=report.retried)
     metrics.add_metric(name="LiveMessagesTruncated", unit="Count", value=report.truncated)
     metrics.add_metric(name="LiveBoardErrors", unit="Count", value=report.board_errors)
     summary = dataclasses.asdict(report)

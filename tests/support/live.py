@@ -9,6 +9,7 @@ from typing import Any
 
 from leaderboard.domain.periods import current_periods
 from leaderboard.domain.submissions import Submission
+from leaderboard.stores.redis.live.index import LiveIndex
 from leaderboard.stores.redis.serving_index import RedisIndex
 from tests.support.reference_model import ModelBoard
 
@@ -62,3 +63,15 @@ def submit_on_both(
 
 def num(value: float) -> int | float:
     return int(value) if float(value).is_integer() else value
+
+
+class OnlyBoards(LiveIndex):
+    """The index as one test's publisher should see it: only that test's boards, not every
+    board earlier tests left in the shared Redis (whose changes would add messages and work)."""
+
+    def __init__(self, client: Any, *board_ids: str, **options: Any) -> None:
+        super().__init__(client, **options)
+        self.board_ids = set(board_ids)
+
+    def catalog(self) -> list[dict[str, Any]]:
+        return [b for b in super().catalog() if b["board_id"] in self.board_ids]

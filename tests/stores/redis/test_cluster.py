@@ -3,6 +3,11 @@ Every key of a board shares one hash tag, so scripts never hit CROSSSLOT or MOVE
 
 from __future__ import annotations
 
+import threading
+import time
+import uuid
+from datetime import UTC, datetime
+
 import pytest
 from hypothesis import given, settings
 from redis.cluster import RedisCluster
@@ -13,12 +18,18 @@ from devstack.servers import EmbeddedValkeyCluster
 from devstack.template import load
 from devstack.webhook_receiver import WEBHOOK_PLACEHOLDER_ENV
 from leaderboard.domain.auth import Caller
+from leaderboard.domain.periods import current_periods
+from leaderboard.domain.submissions import Submission
+from leaderboard.services.live import LivePublisher
 from leaderboard.services.reads import ReadService
 from leaderboard.services.scores import ScoreService
 from leaderboard.stores.redis.client import connect
+from leaderboard.stores.redis.live.channels import wake_channels
+from leaderboard.stores.redis.live.index import LiveIndex
 from leaderboard.stores.redis.serving_index import RedisIndex
 from tests.support.boards import ListSink, publish
 from tests.support.examples import examples
+from tests.support.live import OnlyBoards
 from tests.support.model_check import (
     BATCH_OPS,
     OPS,
@@ -162,3 +173,66 @@ def test_handlers_in_worker_processes_on_the_cluster(cluster, database_url, sqs,
     finally:
         for pool in pools.values():
             pool.close()
+
+
+def test_the_live_publisher_listens_on_every_node_with_one_connection_each(cluster_index):
+    """On a cluster a board's wake channel lives on its slot's node: the publisher keeps one
+    connection per node, hears a write on any node, and publishes it at once."""
+    boards = [f"wake-{n}-{uuid.uuid4().hex[:6]}" for n in range(12)]
+    for board_id in boards:
+        publish(cluster_index, board_id, periods=["all-time"])
+    client = cluster_index.client
+    channels = [ch for board_id in boards for ch in wake_channels(board_id, 1)]
+    listener = LiveIndex(client).listener()
+    try:
+        listener.listen(channels)
+        nodes = {client.get_node_from_key(ch).name for ch in channels}
+        assert len(nodes) == 3 and listener.connections == 3
+        for board_id in boards:
+            cluster_index.submit(
+                board_id,
+                Submission(player_id="p", score=1, region=None, metadata=None),
+                event_id=str(uuid.uuid4()),
+                now_ms=0,
+                periods=current_periods(datetime.now(UTC)),
+                idempotency=None,
+            )
+        heard: list[str] = []
+        deadline = time.monotonic() + 5
+        while len(heard) < len(channels) and time.monotonic() < deadline:
+            heard += [channel for channel, _ in listener.wait(0.5)]
+        assert sorted(heard) == sorted(channels)
+    finally:
+        listener.close()
+
+    class Sent:
+        def __init__(self) -> None:
+            self.channels: list[str] = []
+
+        def publish(self, channel: str, events: list[str]) -> None:
+            self.channels.append(channel)
+
+    sent = Sent()
+    publisher = LivePublisher(
+        OnlyBoards(client, boards[0]), sent, rate=0.5, namespace="lb", catalog_seconds=30
+    )
+    runner = threading.Thread(target=publisher.run, args=("cluster-run", 30.0))
+    runner.start()
+    try:
+        time.sleep(2.2)  # past its first read and that message's interval (1/rate = 2 s)
+        before = len(sent.channels)
+        cluster_index.submit(
+            boards[0],
+            Submission(player_id="q", score=2, region=None, metadata=None),
+            event_id=str(uuid.uuid4()),
+            now_ms=0,
+            periods=current_periods(datetime.now(UTC)),
+            idempotency=None,
+        )
+        deadline = time.monotonic() + 0.5  # a tick-driven publisher: 1 s on average
+        while len(sent.channels) == before and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(sent.channels) == before + 1
+    finally:
+        LiveIndex(client).ask_to_hand_over("the-test", 2000)
+        runner.join(10)

@@ -17,8 +17,8 @@ NAMESPACE = "leaderboards"
 MAX_SEGMENT = 50
 DEFAULT_LIVE_TOP = 10
 MAX_LIVE_TOP = 100
-# Enough to show who moved in a tick, and small enough that a message with the default top
-# stays within one 5 KB metering unit of the event API (docs/cost.md).
+# Enough to show who moved since the last message, and small enough that a message with the
+# default top stays within one 5 KB metering unit of the event API (docs/cost.md).
 DEFAULT_MAX_CHANGED = 25
 # AppSync Events refuses an event over 240 KiB; a message is cut to this to leave room for the
 # publish envelope (fit_message).

@@ -1,5 +1,5 @@
 """Watches: a player asks to be told when their standing on one board channel changes in the
-ways a game shows (docs/API.md, "Player channels"). The publisher finds the watches a tick's
+ways a game shows (docs/API.md, "Player channels"). The publisher finds the watches a read's
 changes concern and publishes on the player's channel; this module says what a watch is and
 what a request for one may hold."""
 

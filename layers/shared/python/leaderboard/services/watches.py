@@ -95,7 +95,7 @@ class WatchService:
     def end(
         self, board_id: str, player_id: str, period: str | None, region: str | None, caller: Caller
     ) -> None:
-        """End a watch (none is no error): nothing is published for it from the next tick."""
+        """End a watch (none is no error): nothing is published for it from then on."""
         board_id, player_id = self._authorized(board_id, player_id, caller)
         kind, region = parse_period_kind(period), parse_optional_region(region)
         board = self._board(board_id)

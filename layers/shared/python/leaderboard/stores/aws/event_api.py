@@ -2,7 +2,7 @@
 
 The local stack serves the same `POST /event` endpoint (devstack/live_server.py), so the same
 code publishes in both places. One publish carries one channel's message; the connection pool
-keeps the TLS sessions warm between ticks.
+keeps the TLS sessions warm between messages, for the publisher's concurrent publishes.
 """
 
 from __future__ import annotations

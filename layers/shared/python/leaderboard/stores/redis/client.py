@@ -16,8 +16,11 @@ from redis.retry import Retry
 RedisLike = Any  # redis.Redis | redis.cluster.RedisCluster (both expose the same commands)
 
 
-def connect(url: str, *, cluster: bool = False, timeout: float = 2.0) -> RedisLike:
-    """A client for `url`; `cluster=True` for Redis Cluster / ElastiCache cluster mode."""
+def connect(
+    url: str, *, cluster: bool = False, timeout: float = 2.0, client_name: str | None = None
+) -> RedisLike:
+    """A client for `url`; `cluster=True` for Redis Cluster / ElastiCache cluster mode;
+    `client_name` names its connections (CLIENT LIST, SLOWLOG)."""
     retry = Retry(ExponentialBackoff(cap=0.5, base=0.02), retries=2)
     common: dict[str, Any] = {
         "decode_responses": True,
@@ -26,6 +29,8 @@ def connect(url: str, *, cluster: bool = False, timeout: float = 2.0) -> RedisLi
         "health_check_interval": 30,
         "retry": retry,
     }
+    if client_name:
+        common["client_name"] = client_name
     if cluster:
         return RedisCluster.from_url(url, **common)
     return redis.Redis.from_url(url, **common)
@@ -52,6 +57,15 @@ def queue_wait(pipe: Any, client: RedisLike, key: str, replicas: int, timeout_ms
         pipe.execute_command("WAIT", replicas, timeout_ms, target_nodes=node)
     else:
         pipe.execute_command("WAIT", replicas, timeout_ms)
+
+
+def spublish(client: RedisLike, channel: str, message: str) -> None:
+    """Publish on a shard channel, to the node of its slot on a cluster."""
+    if isinstance(client, RedisCluster):
+        node = client.get_node_from_key(channel)
+        client.execute_command("SPUBLISH", channel, message, target_nodes=node)
+    else:
+        client.execute_command("SPUBLISH", channel, message)
 
 
 def connected_replicas(client: RedisLike, key: str) -> int:

@@ -16,6 +16,8 @@ Layout, every key of a board under the hash tag `{board}` so one script can touc
   lb:{b}:idem:<h>       idempotency record (fingerprint + result), expires
   lb:{b}:rl:<player>    rate-limit token bucket, expires
   lb:{b}:outbox         stream of events not yet confirmed in PostgreSQL (drained by the relay)
+  lb:{b}:wake           shard pub/sub channel (not a key) the outbox's writers wake the live
+                        publisher on (lua_shared/wake.lua)
   lb:boards             catalog: board_id -> public board JSON (one key, for GET /boards)
 
 Reads take a board's entries from its own keys or, on a sharded board, from its shards' (each
@@ -33,6 +35,12 @@ CATALOG_KEY = "lb:boards"
 # Boards with custom periods -> when the rollover next has work on them (ms): a period ends, or
 # an archived one's retention runs out. A run every minute reads only the boards that are due.
 ROLLOVER_DUE_KEY = "lb:rollover-due"
+
+# The live publisher's control channel (a shard pub/sub channel, not a key) and what a message
+# on it says: the catalog changed (a board published or edited), a newer run waits to take over.
+LIVE_CONTROL_CHANNEL = "lb:live:control"
+CATALOG_CHANGED = "catalog"
+HAND_OVER = "hand-over"
 
 # Outbox entries for the live publisher alone (visibility.lua, delete_player.lua): the admin
 # routes record these in PostgreSQL themselves, so the relay trims them without sending them.
@@ -137,6 +145,11 @@ class BoardKeys:
     @property
     def outbox(self) -> str:
         return self.prefix + "outbox"
+
+    @property
+    def wake(self) -> str:
+        """The shard channel the outbox's writers publish on (lua_shared/wake.lua)."""
+        return self.prefix + "wake"
 
     @property
     def archived(self) -> str:

@@ -7,10 +7,13 @@ from typing import Any
 
 from leaderboard.domain.boards import BoardConfig
 from leaderboard.domain.shards import shard_board_id
+from leaderboard.stores.redis.client import spublish
 from leaderboard.stores.redis.errors import guarded
 from leaderboard.stores.redis.index.base import IndexBase
 from leaderboard.stores.redis.keys import (
+    CATALOG_CHANGED,
     CATALOG_KEY,
+    LIVE_CONTROL_CHANNEL,
     BoardKeys,
 )
 from leaderboard.stores.redis.scripts import Script
@@ -41,6 +44,9 @@ class BoardCommands(IndexBase):
             self._rules.pop(board.board_id, None)
             public = board.to_public() | {"version": board.version}
             self.client.hset(CATALOG_KEY, board.board_id, json.dumps(public))
+            # the live publisher reads the catalog again now: a new board's first write is
+            # published at once, not after the publisher's next look at the catalog
+            spublish(self.client, LIVE_CONTROL_CHANNEL, CATALOG_CHANGED)
         return bool(written)
 
     @guarded

@@ -1,4 +1,4 @@
--- uses: tiebreakers, standing, teams (lua_shared/, prepended in this order when loaded)
+-- uses: tiebreakers, standing, teams, wake (lua_shared/, prepended in this order when loaded)
 -- Remove a player from every period and region of a board, with its metadata; a hidden
 -- player's entries too (in the sets' shadows), and on a team board their contributions to
 -- teams (teams.lua). Whether the player is hidden stays as it was.
@@ -46,5 +46,6 @@ local version = redis.call('INCR', KEYS[4])
 if #lines > 0 then
   redis.call('XADD', KEYS[5], '*', 'r', ARGV[4] .. '\t1\t' .. version .. '\t' .. ARGV[3]
     .. '\tremove' .. table.concat(lines), 'p', player, 's', '0', 'g', '', 'm', '')
+  wake_live_publisher(KEYS[5])
 end
 return {removed, version}

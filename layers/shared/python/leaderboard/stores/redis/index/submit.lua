@@ -1,4 +1,4 @@
--- uses: tiebreakers, hidden (lua_shared/, prepended in this order when loaded)
+-- uses: tiebreakers, hidden, wake (lua_shared/, prepended in this order when loaded)
 -- Apply one score submission to every period and region set of a board, atomically.
 -- All keys share the board's hash tag, so this runs unchanged on Redis Cluster.
 --
@@ -516,4 +516,5 @@ else -- and the team the submission named
   redis.call('XADD', KEYS[9], '*', 'r', record, 'p', player, 's', delta, 'g', ARGV[6], 'm', meta,
     'h', verdict, 't', team)
 end
+wake_live_publisher(KEYS[9])
 return {'OK', record}

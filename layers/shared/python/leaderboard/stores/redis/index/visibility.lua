@@ -1,4 +1,4 @@
--- uses: tiebreakers, teams (lua_shared/, prepended in this order when loaded)
+-- uses: tiebreakers, teams, wake (lua_shared/, prepended in this order when loaded)
 -- Hide a player on a board (a shadow ban), or show them again, atomically: each of the
 -- player's entries moves between its set and the set's shadow (hidden.lua), the board's list of
 -- hidden players changes (and with its first, or last, player the space at the end of the
@@ -96,5 +96,6 @@ end
 if moved > 0 then
   redis.call('XADD', KEYS[5], '*', 'r', table.concat(parts), 'p', player, 's', '0', 'g', '',
     'm', '')
+  wake_live_publisher(KEYS[5])
 end
 return {'OK', 1, version, moved}

@@ -1,4 +1,4 @@
-"""The live publisher's view of a board on a tick (its channels) and what a tick found on it
+"""The live publisher's view of a board on a read (its channels) and what a read found on it
 (its changes), with the keys the publisher keeps in Redis; shared by the one-node and the
 sharded readers of changes."""
 
@@ -7,11 +7,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from leaderboard.domain.live import Channel, ChannelUpdate, PlayerUpdate
-from leaderboard.stores.redis.keys import BoardKeys
+from leaderboard.stores.redis.keys import BoardKeys, key_spaces
 
 LEASE_KEY = "lb:live:lease"
 # The watches one call ranks again on one channel at most (the rest wait for the next call):
-# what bounds a tick's script when a change crosses many watched ranks (docs/cost.md).
+# what bounds a read's script when a change crosses many watched ranks (docs/cost.md).
 DEFAULT_WATCH_CHECKS = 2000
 # Watched ranks outlive any watch (a day at most) by this much.
 WATCHED_RANKS_SECONDS = 2 * 86_400
@@ -24,12 +24,17 @@ def live_state_key(board_id: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class BoardChannels:
-    """One board as the publisher sees it on a tick: its channels and how many top entries."""
+    """One board as the publisher sees it on a read: its channels and how many top entries."""
 
     board_id: str
     channels: tuple[Channel, ...]
     top: int
     shards: int = 1
+
+
+def wake_channels(board_id: str, shards: int) -> list[str]:
+    """The shard channels a board's writes wake the publisher on: its own, or its shards'."""
+    return [BoardKeys(name).wake for name in key_spaces(board_id, shards)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
-"""The live publisher's reads of the serving index: each board's changes since the last tick.
+"""The live publisher's reads of the serving index: each board's changes since its last read.
 
-One pipeline per tick carries one `live.lua` call per board, so a tick costs one network round
-trip however many boards there are (one per node on a cluster) and each board's message is built
+One pipeline per read carries one `live.lua` call per board, so a read costs one network round
+trip however many boards it reads (one per node on a cluster) and each board's message is built
 from that board's single script call.
 """
 
@@ -24,8 +24,8 @@ from leaderboard.domain.live import (
     PlayerUpdate,
 )
 from leaderboard.domain.validation import format_score
-from leaderboard.stores.redis.client import RedisLike, queue_script
-from leaderboard.stores.redis.keys import CATALOG_KEY, BoardKeys
+from leaderboard.stores.redis.client import RedisLike, queue_script, spublish
+from leaderboard.stores.redis.keys import CATALOG_KEY, HAND_OVER, LIVE_CONTROL_CHANNEL, BoardKeys
 from leaderboard.stores.redis.live.channels import (
     DEFAULT_WATCH_CHECKS,
     LEASE_KEY,
@@ -36,6 +36,7 @@ from leaderboard.stores.redis.live.channels import (
     live_state_key,
 )
 from leaderboard.stores.redis.live.sharded import sharded_changes
+from leaderboard.stores.redis.live.wakes import WakeListener
 from leaderboard.stores.redis.records import read_tiebreakers
 from leaderboard.stores.redis.scripts import load_script, script_sha
 
@@ -138,8 +139,13 @@ class LiveIndex:
         self.client.eval(_RELEASE, 1, LEASE_KEY, owner)
 
     def ask_to_hand_over(self, owner: str, ttl_ms: int) -> None:
-        """Tell the running publisher a newer run is waiting (it stops at its next tick)."""
+        """Tell the running publisher a newer run is waiting (woken, it stops at once)."""
         self.client.set(SUCCESSOR_KEY, owner, px=ttl_ms)
+        spublish(self.client, LIVE_CONTROL_CHANNEL, HAND_OVER)
+
+    def listener(self) -> WakeListener:
+        """A new listener to the writes' wake-ups and the control channel (wakes.py)."""
+        return WakeListener(self.client)
 
     def successor_waiting(self, owner: str) -> bool:
         waiting = self.client.get(SUCCESSOR_KEY)

@@ -1,4 +1,4 @@
-"""The live publisher's reads of sharded boards: two rounds a tick when a board changed, one
+"""The live publisher's reads of sharded boards: two rounds a read when a board changed, one
 when none did.
 
 Round 1 (live_shard.lua on every shard): each shard's new outbox entries, the players they
