@@ -564,7 +564,7 @@ def test_live_publisher_may_only_publish_on_the_namespaces():
     }
     assert granted == {"LivePublisherFunction"}, "no one else may publish"
     assert "Role" not in PUBLISHER and "RolePath" not in PUBLISHER  # SAM's role, these policies
-    # Layers: botocore (SigV4) and urllib3 from DepsAws; no database driver.
+    # Layers: botocore (SigV4) from DepsAws; no database driver.
     assert [_ref(x) for x in PUBLISHER["Layers"]] == ["DepsAwsLayer"]
 
 

@@ -34,7 +34,7 @@ from leaderboard.domain.periods import current_periods
 from leaderboard.domain.submissions import Submission
 from leaderboard.services.live import LivePublisher, LiveReport
 from leaderboard.services.scores import ScoreService
-from leaderboard.stores.aws.event_api import EventApiPublisher
+from leaderboard.stores.aws.event_api import EventApiPublisher, PublishError
 from leaderboard.stores.redis.client import connect
 from leaderboard.stores.redis.live.index import LiveIndex
 from leaderboard.stores.redis.serving_index import RedisIndex
@@ -639,3 +639,40 @@ def test_messages_under_a_random_mix_of_lone_writes_and_bursts_miss_nothing_and_
     assert received[-1]["top"] == [dict(e, score=num(e["score"])) for e in top]
     stamps = [datetime.fromisoformat(m["published_at"]).timestamp() for m in received]
     assert all(b - a >= 1 / rate - 0.002 for a, b in itertools.pairwise(stamps)), stamps
+
+
+class Flaky:
+    """An event API answering each channel's publishes with the statuses given, then 200."""
+
+    def __init__(self, statuses: dict[str, list[int]]) -> None:
+        self.statuses = statuses
+        self.tries: dict[str, int] = {}
+
+    def publish(self, channel: str, events: list[str]) -> None:
+        kind = channel.split("/")[-1]
+        self.tries[kind] = self.tries.get(kind, 0) + 1
+        answers = self.statuses.get(kind, [])
+        if answers:
+            raise PublishError(channel, "as told", answers.pop(0))
+
+
+def test_a_throttled_publish_is_tried_again_alone_and_a_refused_one_is_not(
+    index: RedisIndex, board_id: str
+) -> None:
+    board = publish(index, board_id, periods=["all-time", "weekly", "daily"])
+    model = ModelBoard(board)
+    api = Flaky({"all-time": [429], "weekly": [503, 503, 503], "daily": [400]})
+    publisher = LivePublisher(
+        OnlyBoards(index.client, board_id),
+        api,
+        rate=4,
+        namespace="leaderboards",
+        clock=lambda: NOW,
+        sleep=lambda seconds: None,
+    )
+    submit(index, model, board_id, "ann", 5)
+    report = LiveReport()
+    publisher.tick(report)
+    assert api.tries == {"all-time": 2, "weekly": 3, "daily": 1}
+    assert report.published == 1 and report.failed == 2 and report.refused == 1
+    assert report.retried == 1 + 2

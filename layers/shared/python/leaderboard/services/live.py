@@ -368,7 +368,7 @@ class _Serving:
                     self.catalog_at = float("-inf")
                 continue
             board_id = self.board_of.get(channel)
-            if board_id is None or board_id in self.pending:
+            if board_id is None:
                 continue
             self.pending.add(board_id)
             if self.due.get(board_id, _NEVER) > self.publisher.monotonic():
