@@ -314,11 +314,14 @@ class LocalStack:
         """What a WebSocket client needs (the demo page gets it in a meta tag)."""
         if self.events is None:
             return None
+        publisher = self.template.functions["LivePublisherFunction"]
+        rate = publisher.resolved_environment(self.env).get("LIVE_PUBLISH_RATE") or "4"
         return {
             "realtime_url": self.events.realtime_url,
             "http_host": self.events.publish_url.split("/")[2],
             "api_key": self.events.api_key,
             "namespace": "leaderboards",
+            "publish_rate": str(rate),
         }
 
     def _publish_boards(self) -> None:
