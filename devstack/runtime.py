@@ -4,6 +4,14 @@ environments, with the environment template.yaml gives it and the layers on sys.
 A worker serves one event at a time; the pool starts workers on demand up to a concurrency
 limit, so module-level clients are created once per worker as they are once per environment.
 
+Workers are forked from a template process per pool (`_Template`): a spawned interpreter with
+the function's environment and path that has imported what the handler module imports, and
+nothing else: no handler module, no client, no thread. A worker forked from it runs the
+handler module's own code (its clients) as a cold start does, without importing boto3 or
+psycopg again: most of a spawned worker's start-up was those imports, about a second of CPU
+each time with boto3. Cold starts themselves are measured apart, in fresh interpreters
+(benchmarks/cold_start.py).
+
 The pool lives on an asyncio event loop (the gateway's, or a thread of its own): the gateway
 awaits an invocation without a thread per request, and threads (the queue consumer, the
 scheduler, tests) call `invoke()`, which hands the call to that loop. Events and results cross
@@ -13,12 +21,15 @@ as Lambda's REPORT line does.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import contextlib
+import importlib
 import importlib.util
 import multiprocessing as mp
 import os
 import pickle
+import signal
 import socket
 import struct
 import sys
@@ -109,10 +120,13 @@ def _read_frame(stream: Any) -> Any:
     return pickle.loads(data)  # noqa: S301 - our own worker, over our own socket pair
 
 
-def _worker(sock: socket.socket, spec: FunctionSpec, env: dict[str, str]) -> None:
+def _worker(
+    sock: socket.socket, spec: FunctionSpec, env: dict[str, str], in_template: bool = False
+) -> None:
     """The worker process: import the handler once, then serve one event at a time."""
-    os.environ.update(env)
-    sys.path[:0] = [str(spec.code_dir), str(SHARED_LAYER)]
+    if not in_template:  # forked from the template: its environment and path are set
+        os.environ.update(env)
+        sys.path[:0] = [str(spec.code_dir), str(SHARED_LAYER)]
     stream = sock.makefile("rb")
     try:
         handler = load_handler(spec)
@@ -134,6 +148,155 @@ def _worker(sock: socket.socket, spec: FunctionSpec, env: dict[str, str]) -> Non
         except Exception:
             result, status = traceback.format_exc(), "error"
         _send_frame(sock, (status, result, (time.perf_counter() - started) * 1000))
+
+
+def handler_imports(spec: FunctionSpec) -> list[str]:
+    """The modules a handler module imports at its top level (absolute imports only)."""
+    module_file = spec.handler.rpartition(".")[0]
+    path = spec.code_dir / f"{module_file.replace('.', '/')}.py"
+    names: list[str] = []
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "__future__":
+                continue
+            names.append(node.module)
+            names += [f"{node.module}.{alias.name}" for alias in node.names]
+    return names
+
+
+def _template(control: socket.socket, spec: FunctionSpec, env: dict[str, str]) -> None:
+    """The template process: import what the handler imports, then fork a worker for every
+    socket the pool sends (answering the worker's pid), until the pool closes its end."""
+    os.environ.update(env)
+    sys.path[:0] = [str(spec.code_dir), str(SHARED_LAYER)]
+    for name in handler_imports(spec):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: S112 - a name imported from a module, or a broken import
+            continue  # that the worker then reports as its init error, as Lambda would
+    # Workers are reaped as they exit, so their CPU counts as this process's children's (and,
+    # once the pool reaps this process, as its own children's: tests/support/time_report.py).
+    children: set[int] = set()
+    signal.signal(signal.SIGCHLD, lambda *_: _reap_children(children))
+    _send_frame(control, ("ready", None, 0.0))
+    while True:
+        try:
+            _, fds, _, _ = socket.recv_fds(control, 1, 1)
+        except (OSError, KeyboardInterrupt):
+            fds = []
+        if not fds:  # the pool is gone: its workers have been told to stop
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            _reap_children(children, wait=2.0)
+            return
+        pid = os.fork()
+        if pid == 0:
+            control.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            worker = socket.socket(fileno=fds[0])
+            code = 0
+            try:
+                _worker(worker, spec, env, in_template=True)
+            except BaseException:
+                code = 1
+            finally:
+                for stream in (sys.stdout, sys.stderr):  # os._exit flushes nothing
+                    with contextlib.suppress(Exception):
+                        stream.flush()
+                os._exit(code)
+        children.add(pid)
+        os.close(fds[0])
+        control.sendall(struct.pack("!i", pid))
+
+
+def _reap_children(children: set[int], wait: float = 0.0) -> None:
+    """Collect the workers that exited; with `wait`, all of them (killed after `wait` s)."""
+    deadline = time.monotonic() + wait
+    while children:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            children.clear()
+            return
+        if pid:
+            children.discard(pid)
+            continue
+        if not wait:
+            return
+        if time.monotonic() >= deadline:
+            for pid in children:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            wait = 0.0
+            deadline = time.monotonic() + 1.0
+        time.sleep(0.01)
+
+
+class _Forked:
+    """A worker forked by the template process: what the pool needs of a Process."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def is_alive(self) -> bool:
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signal.SIGKILL)
+
+    def join(self, timeout: float | None = None) -> None:
+        deadline = time.monotonic() + (timeout if timeout is not None else 3600)
+        while self.is_alive() and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+
+class _Template:
+    """One pool's template process (see the module's docstring)."""
+
+    def __init__(self, spec: FunctionSpec, env: dict[str, str]) -> None:
+        ctx = mp.get_context("spawn")
+        self.control, child = socket.socketpair()
+        self.process = ctx.Process(
+            target=_template, args=(child, spec, env), daemon=True, name=f"template-{spec.name}"
+        )
+        self.process.start()
+        child.close()
+        self.control.settimeout(120)
+        self._lock = threading.Lock()
+        status, detail, _ = _read_frame(self.control.makefile("rb"))
+        if status != "ready":
+            raise InvocationError(f"{spec.name}'s template failed:\n{detail}")
+
+    def fork(self, worker_end: socket.socket) -> _Forked:
+        with self._lock:
+            socket.send_fds(self.control, [b"w"], [worker_end.fileno()])
+            pid = struct.unpack("!i", _recv_exactly(self.control, 4))[0]
+        return _Forked(pid)
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.control.close()
+        self.process.join(1)
+        if self.process.is_alive():
+            self.process.kill()
+
+
+def _recv_exactly(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise EOFError("the template process is gone")
+        data += chunk
+    return data
 
 
 class InvocationError(RuntimeError):
@@ -163,22 +326,30 @@ class Invocation:
 class _Worker:
     """One execution environment: a process and the parent's end of its socket pair."""
 
-    def __init__(self, spec: FunctionSpec, env: dict[str, str]) -> None:
-        ctx = mp.get_context("spawn")
+    def __init__(
+        self, spec: FunctionSpec, env: dict[str, str], template: _Template | None = None
+    ) -> None:
         self.sock, child = socket.socketpair()
-        self.process = ctx.Process(
-            target=_worker, args=(child, spec, env), daemon=True, name=f"lambda-{spec.name}"
-        )
-        self.process.start()
+        self.process: Any
+        if template is not None:
+            self.process = template.fork(child)
+        else:
+            ctx = mp.get_context("spawn")
+            self.process = ctx.Process(
+                target=_worker, args=(child, spec, env), daemon=True, name=f"lambda-{spec.name}"
+            )
+            self.process.start()
         child.close()
         self.sock.setblocking(False)
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
 
     @classmethod
-    async def start(cls, spec: FunctionSpec, env: dict[str, str]) -> _Worker:
+    async def start(
+        cls, spec: FunctionSpec, env: dict[str, str], template: _Template | None = None
+    ) -> _Worker:
         loop = asyncio.get_running_loop()
-        worker = await loop.run_in_executor(None, cls, spec, env)
+        worker = await loop.run_in_executor(None, cls, spec, env, template)
         try:
             worker.reader, worker.writer = await asyncio.open_unix_connection(sock=worker.sock)
             status, detail, _ = await worker._receive(60)
@@ -292,6 +463,8 @@ class FunctionPool:
         self._idle: deque[_Worker] = deque()
         self._workers: set[_Worker] = set()
         self._closed = False
+        self._template: _Template | None = None
+        self._template_lock = asyncio.Lock()
 
     def _call(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
@@ -312,12 +485,26 @@ class FunctionPool:
             self._workers.discard(worker)
             worker.kill()
         try:
-            worker = await _Worker.start(self.spec, self.env)
+            worker = await _Worker.start(self.spec, self.env, await self._forking())
         except BaseException:
             self._slots.release()
             raise
         self._workers.add(worker)
         return worker
+
+    async def _forking(self) -> _Template | None:
+        """The pool's template process, started with its first worker (None: spawn workers,
+        where fork is not available)."""
+        if not hasattr(os, "fork"):
+            return None
+        async with self._template_lock:
+            if self._template is not None and not self._template.process.is_alive():
+                self._template.close()
+                self._template = None
+            if self._template is None:
+                loop = asyncio.get_running_loop()
+                self._template = await loop.run_in_executor(None, _Template, self.spec, self.env)
+            return self._template
 
     def _release(self, worker: _Worker) -> None:
         self._idle.append(worker)
@@ -378,3 +565,6 @@ class FunctionPool:
         self._workers.clear()
         self._idle.clear()
         await asyncio.gather(*(worker.stop() for worker in workers))
+        if self._template is not None:
+            await asyncio.get_running_loop().run_in_executor(None, self._template.close)
+            self._template = None
