@@ -167,6 +167,7 @@ LIVE_COLUMNS = {
     "cpu_us_per_message": "publisher µs/msg",
     "writer_us_per_write": "submit µs/write",
     "handovers": "handovers",
+    "load_1m": "load avg",
 }
 
 

@@ -69,6 +69,7 @@ import os
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -632,6 +633,10 @@ def _drive(
         "publisher_us": used.publisher_us,
         "publisher_commands": used.publisher_commands,
         "publisher_scripts": used.publisher_scripts,
+        # the spread of its script calls' times: a preempted Valkey stretches a few of them
+        "script_us_p50": _percentile(used.script_us, 0.5),
+        "script_us_p90": _percentile(used.script_us, 0.9),
+        "script_us_max": max(used.script_us, default=None),
         "writer_us_per_write": (
             round(used.writer_us / used.writer_commands, 1) if used.writer_commands else None
         ),
@@ -639,8 +644,15 @@ def _drive(
         "slowlog_entries": used.entries,
         "handovers": lease.handovers(writes["measure_from"]),
         "boards": boards,
+        # the machine's load average (1 minute) at the row's end: other work on a shared one
+        "load_1m": round(os.getloadavg()[0], 2),
     }
     return writes, received, columns
+
+
+def _percentile(values: list[int], q: float) -> int | None:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else None
 
 
 def _sleep_until(moment: float) -> None:
@@ -804,6 +816,7 @@ def run(settings: Settings | None = None) -> dict[str, Any]:
         "date": datetime.now(UTC).date().isoformat(),
         "machine": machine(),
         "seconds": round(time.perf_counter() - started, 1),
+        "load_1m": round(os.getloadavg()[0], 2),
         "rows": rows,
     }
 
@@ -814,6 +827,7 @@ def run(settings: Settings | None = None) -> dict[str, Any]:
 ROW_KEY = ("channel", "load", "subscribers", "players")
 BASELINE_COLUMNS = (
     "writes",
+    "max_ms",
     "p50_ms",
     "p99_ms",
     "wait_p99_ms",
@@ -822,19 +836,39 @@ BASELINE_COLUMNS = (
     "messages",
     "cpu_us_per_message",
     "writer_us_per_write",
+    "handovers",
+    "load_1m",
 )
 
 
-def baseline_from(results: dict[str, Any]) -> dict[str, Any]:
-    """What a baseline file keeps of a run of this suite."""
+def baseline_from(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a baseline file keeps of one or more runs of this suite on the same code and machine:
+    each row's columns, the median over the runs (a shared machine's noise: the hot rows' Redis
+    CPU per message moved by up to a third between runs), and each run's CPU per message."""
+    first = runs[0]
+    for other in runs[1:]:
+        for name in ("commit", "machine", "publish_rate"):
+            if other[name] != first[name]:
+                raise ValueError(f"runs of different {name}: {first[name]} and {other[name]}")
+    rows = []
+    for row in first["rows"]:
+        key = tuple(row[k] for k in ROW_KEY)
+        same = [r for run in runs for r in run["rows"] if tuple(r[k] for k in ROW_KEY) == key]
+        kept: dict[str, Any] = {k: row[k] for k in ROW_KEY}
+        for column in BASELINE_COLUMNS:
+            values = [r.get(column) for r in same if r.get(column) is not None]
+            kept[column] = statistics.median(values) if values else None
+        kept["cpu_us_per_message_runs"] = [r.get("cpu_us_per_message") for r in same]
+        rows.append(kept)
     return {
         "publisher": "tick: every board's changes read 1/rate s apart (services/live.py)",
-        "commit": results["commit"],
-        "date": results["date"],
-        "machine": results["machine"],
-        "publish_rate": results["publish_rate"],
-        "settings": results["settings"],
-        "rows": [{k: row.get(k) for k in (*ROW_KEY, *BASELINE_COLUMNS)} for row in results["rows"]],
+        "commit": first["commit"],
+        "date": max(run["date"] for run in runs),
+        "machine": first["machine"],
+        "publish_rate": first["publish_rate"],
+        "runs": len(runs),
+        "settings": first["settings"],
+        "rows": rows,
     }
 
 
@@ -926,15 +960,15 @@ def _machine_label(found: dict[str, Any]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    """`python -m benchmarks.live_latency`: the suite alone; `--write-baseline [live.json]`
-    writes BASELINE from a results file of this suite (bench-results/live.json), or from a new
-    run when none is given."""
+    """`python -m benchmarks.live_latency`: the suite alone. `--write-baseline [live.json ...]`
+    writes BASELINE from results files of this suite (bench-results/live.json of a few runs:
+    each row's median), or from a new run when none is given."""
     if argv[:1] == ["--write-baseline"]:
-        given = argv[1:2]
-        results = json.loads(Path(given[0]).read_text())["live"] if given else run()
+        files = argv[1:]
+        runs = [json.loads(Path(f).read_text())["live"] for f in files] if files else [run()]
         BASELINE.parent.mkdir(parents=True, exist_ok=True)
-        BASELINE.write_text(json.dumps(baseline_from(results), indent=2) + "\n")
-        print(f"wrote {BASELINE.name} from the run of {results['commit']}")
+        BASELINE.write_text(json.dumps(baseline_from(runs), indent=2) + "\n")
+        print(f"wrote {BASELINE.name}: {len(runs)} run(s) of {runs[0]['commit']}")
         return 0
     results = run()
     for row in results["rows"]:

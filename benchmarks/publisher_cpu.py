@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 from urllib.parse import urlencode, urlsplit, urlunsplit
@@ -217,6 +217,7 @@ class Usage:
     publisher_scripts: int = 0  # of those, script calls
     writer_commands: int = 0  # top-level commands of the connection named `writer`
     writer_us: int = 0
+    script_us: list[int] = field(default_factory=list)  # each of the publisher's script calls
 
 
 class SlowlogMeter:
@@ -304,5 +305,7 @@ class SlowlogMeter:
             elif self.rules.publisher(entry):
                 used.publisher_commands += 1
                 used.publisher_us += entry.duration
-                used.publisher_scripts += entry.command in SCRIPT_CALLS
+                if entry.command in SCRIPT_CALLS:
+                    used.publisher_scripts += 1
+                    used.script_us.append(entry.duration)
         return used

@@ -52,6 +52,10 @@ def test_live_suite_board_rows_run_end_to_end_on_the_local_stack() -> None:
         "publisher's Redis CPU per message (µs)",
     ]
     assert targets[2]["goal"] == "no baseline for this row"
-    baseline = live_latency.baseline_from(results)
+    baseline = live_latency.baseline_from([results, results])
     compared = live_latency.targets(results, baseline=baseline)
     assert "tick publisher" in compared[2]["goal"] and "this machine" in compared[2]["goal"]
+    assert (
+        baseline["runs"] == 2
+        and baseline["rows"][0]["cpu_us_per_message_runs"] == [rows[0]["cpu_us_per_message"]] * 2
+    )
