@@ -12,12 +12,15 @@ many-players and standings reads included), BENCH_HISTORY_PERIODS (default 500) 
 player history,
 BENCH_ENTRIES the rollover/rebuild size, BENCH_EVENTS the persister workload, BENCH_HTTP_PLAYERS
 (default 100000) and BENCH_HTTP_SUSTAINED_SECONDS (default 60) the `make run` HTTP suite.
-BENCH_LIVE_RATES (writes/s, default 1,100,1000), BENCH_LIVE_SUBSCRIBERS (default 1,100,1000) and
-BENCH_LIVE_SECONDS (measured seconds per cell, default 5; at least 10 writes a cell) set the
-live updates suite. BENCH_PLAYER_CHANNEL_PLAYERS (default 10000), BENCH_PLAYER_CHANNEL_WATCHERS
-(default 1000) and BENCH_PLAYER_CHANNEL_SECONDS (default 10) size the player channels suite at
-1,000 writes/s (benchmarks/player_channels.py). BENCH_SUBMIT_SIZES (default 2000,1000000) sets
-the board sizes of the Redis CPU per submission suite (benchmarks/submit_cpu.py).
+The live suite (benchmarks/live_latency.py, one table): BENCH_LIVE_RATES (the hot rows' writes/s,
+default 100,1000), BENCH_LIVE_SUBSCRIBERS (board-channel subscribers, default 100,1000: the
+first at every load, the others at the top rate), BENCH_LIVE_SECONDS (measured seconds per hot
+row, default 5), BENCH_LIVE_QUIET_WRITES (measured writes per quiet row, 0.5-1 s apart, default
+30), BENCH_PLAYER_CHANNEL_PLAYERS (default 10000) and BENCH_PLAYER_CHANNEL_WATCHERS (default
+1000): the hot player-channel rows' board. The player_channels suite is the publisher script's
+cost per call on a Valkey of its own (benchmarks/player_channels.py).
+BENCH_SUBMIT_SIZES (default 2000,1000000) sets the board sizes of the Redis CPU per submission
+suite (benchmarks/submit_cpu.py).
 BENCH_HOT_PLAYERS (default 20000) and BENCH_HOT_SUBMISSIONS (default 20000) size the hot board
 on a local cluster for K = 1, 2, 4, 8 shards (benchmarks/hot_board.py). BENCH_MODEL_PLAYERS
 (default 20000) sizes the score-model boards (benchmarks/score_model.py: 3 tie-breakers against
@@ -129,22 +132,57 @@ def _report_http(results: dict[str, Any]) -> None:
 
 def _run_live(_: Context) -> dict[str, Any]:
     from benchmarks import live_latency
+    from benchmarks.player_channels import Board
 
     live = live_latency.run(
         live_latency.Settings(
-            rates=tuple(_ints("BENCH_LIVE_RATES", "1,100,1000")),
-            subscribers=tuple(_ints("BENCH_LIVE_SUBSCRIBERS", "1,100,1000")),
+            rates=tuple(_ints("BENCH_LIVE_RATES", "100,1000")),
+            subscribers=tuple(_ints("BENCH_LIVE_SUBSCRIBERS", "100,1000")),
             seconds=_ints("BENCH_LIVE_SECONDS", "5")[0],
+            quiet_writes=_ints("BENCH_LIVE_QUIET_WRITES", "30")[0],
+            player_board=Board(
+                players=_ints("BENCH_PLAYER_CHANNEL_PLAYERS", "10000")[0],
+                watchers=_ints("BENCH_PLAYER_CHANNEL_WATCHERS", "1000")[0],
+            ),
         )
     )
     return {"live": live, "live_targets": live_latency.targets(live)}
 
 
+# The live table's columns, in order (the rows hold more: bench-results/live.json).
+LIVE_COLUMNS = {
+    "channel": "channel",
+    "load": "load",
+    "subscribers": "subscribers",
+    "players": "players",
+    "writes": "writes",
+    "p50_ms": "p50 ms",
+    "p99_ms": "p99 ms",
+    "max_ms": "max ms",
+    "wait_p99_ms": "wait p99",
+    "delivery_p99_ms": "delivery p99",
+    "missed": "missed",
+    "msgs_per_channel_s": "msgs/channel/s",
+    "messages": "messages",
+    "cpu_us_per_message": "publisher µs/msg",
+    "writer_us_per_write": "submit µs/write",
+    "handovers": "handovers",
+    "load_1m": "load avg",
+}
+
+
+def live_table(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{title: row.get(key, "-") for key, title in LIVE_COLUMNS.items()} for row in rows]
+
+
 def _report_live(results: dict[str, Any]) -> None:
+    live = results["live"]
     _table(
         "Live updates: write acknowledged by the submit script (no HTTP) -> message at the"
-        f" WebSocket clients ({results['live']['publish_rate']} publisher ticks/s)",
-        results["live"]["rows"],
+        f" WebSocket clients, quiet and hot boards (publish rate {live['publish_rate']}/s;"
+        " wait: ack -> published_at, delivery: published_at -> client; publisher µs/msg: its"
+        " Redis commands' time (SLOWLOG) / messages published in the same window)",
+        live_table(live["rows"]),
     )
     _table("Live updates targets", results["live_targets"])
 
@@ -152,31 +190,16 @@ def _report_live(results: dict[str, Any]) -> None:
 def _run_player_channels(_: Context) -> dict[str, Any]:
     from benchmarks import player_channels
 
-    channels = player_channels.run(
-        player_channels.Settings(
-            players=_ints("BENCH_PLAYER_CHANNEL_PLAYERS", "10000")[0],
-            watchers=_ints("BENCH_PLAYER_CHANNEL_WATCHERS", "1000")[0],
-            seconds=_ints("BENCH_PLAYER_CHANNEL_SECONDS", "10")[0],
-        )
-    )
-    return {
-        "player_channels": channels,
-        "player_channels_targets": player_channels.targets(channels),
-    }
+    return {"player_channels": player_channels.run(player_channels.Settings())}
 
 
 def _report_player_channels(results: dict[str, Any]) -> None:
     _table(
-        "Player channels: write acknowledged by the submit script -> the passed player's message"
-        " at its WebSocket client (one subscription per watching player)",
-        [{k: v for k, v in r.items() if k != "events"} for r in results["player_channels"]["rows"]],
-    )
-    _table(
-        "Player channels: the publisher script per call (one tick's writes), with and without"
-        " watches, on a quiet Valkey (INFO commandstats; watch checks: watches ranked again)",
+        "Player channels: the publisher script per call (one publish interval's writes), with"
+        " and without watches, on a quiet Valkey (INFO commandstats; watch checks: watches"
+        " ranked again)",
         results["player_channels"]["script_cost"],
     )
-    _table("Player channels targets", results["player_channels_targets"])
 
 
 def _run_submit_cpu(_: Context) -> dict[str, Any]:
@@ -545,39 +568,44 @@ def _plot_http(http: dict[str, Any], throughput: Any, depth: Any) -> None:
     )
 
 
-def _plot_live(live: dict[str, Any], latency: Any, messages: Any) -> None:
+def _plot_live(live: dict[str, Any], latency: Any, cpu: Any) -> None:
     rows = live["rows"]
-    lowest = min((r["writes_per_s"] for r in rows), default=1)
-    for count in sorted({r["subscribers"] for r in rows}):
-        cells = sorted(
-            (r for r in rows if r["subscribers"] == count), key=lambda r: r["writes_per_s"]
+    labels = [f"{r['channel']}\n{r['load']}\n{r['subscribers']:,}" for r in rows]
+    places = range(len(rows))
+    p99 = [0.0 if math.isnan(r["p99_ms"]) else r["p99_ms"] for r in rows]
+    latency.bar(places, p99, color=["C0" if r["channel"] == "board" else "C1" for r in rows])
+    for i, r in enumerate(rows):
+        if r.get("handovers"):  # a publisher run handed over to the next during the row
+            latency.annotate("handover", (i, p99[i]), fontsize=7, ha="center")
+    interval = 1000 / live["publish_rate"]
+    latency.axhline(100, color="black", linewidth=1, linestyle="--")
+    latency.axhline(interval + 50, color="grey", linewidth=1, linestyle="--")
+    latency.text(-0.4, 104, "quiet target 100 ms", fontsize=8)
+    latency.text(-0.4, interval + 54, f"hot target {interval + 50:g} ms", fontsize=8)
+    latency.set_xticks(list(places), labels, fontsize=7)
+    latency.set_ylabel("p99 ms, acknowledged write -> message at the client")
+    latency.set_title("Live updates by row (channel, load, subscribers or watchers)")
+    cost = [r.get("cpu_us_per_message") or 0 for r in rows]
+    cpu.bar(places, cost, color=["C0" if r["channel"] == "board" else "C1" for r in rows])
+    from benchmarks.live_latency import ROW_KEY, load_baseline
+
+    baseline = load_baseline()
+    if baseline:
+        before = {tuple(b.get(k) for k in ROW_KEY): b for b in baseline["rows"]}
+        marks = [
+            before.get(tuple(r[k] for k in ROW_KEY), {}).get("cpu_us_per_message") for r in rows
+        ]
+        cpu.scatter(
+            [i for i, m in zip(places, marks, strict=True) if m],
+            [m for m in marks if m],
+            color="black",
+            zorder=3,
+            label=f"tick publisher ({str(baseline['commit'])[:7]})",
         )
-        rates = [r["writes_per_s"] for r in cells]
-        latency.plot(rates, [r["p99_ms"] for r in cells], marker="o", label=f"{count} subscribers")
-        for r in cells:
-            if r.get("handovers"):  # a publisher run handed over to the next during the cell
-                latency.annotate("handover", (r["writes_per_s"], r["p99_ms"]), fontsize=7)
-        messages.plot(
-            rates, [r["msgs_per_sub_s"] for r in cells], marker="o", label=f"{count} subscribers"
-        )
-    latency.axhline(1000, color="black", linewidth=1, linestyle="--")
-    latency.text(lowest, 1020, "target p99 1 s", fontsize=8)
-    latency.set_xscale("log")
-    latency.set_xlabel("writes per second (submit script, no HTTP)")
-    latency.set_ylabel("ms")
-    measured = [r["p99_ms"] * 1.1 for r in rows if not math.isnan(r["p99_ms"])]
-    latency.set_ylim(0, max([1100.0, *measured]))
-    latency.set_title("Live updates: p99 acknowledged write -> message at the client")
-    latency.legend(fontsize=8)
-    ticks = live["publish_rate"]
-    messages.axhline(ticks, color="black", linewidth=1, linestyle="--")
-    messages.text(lowest, ticks * 1.02, f"publisher ticks {ticks}/s", fontsize=8)
-    messages.set_xscale("log")
-    messages.set_xlabel("writes per second")
-    messages.set_ylabel("messages per subscriber per second")
-    messages.set_ylim(0, max([ticks * 1.3, *(r["msgs_per_sub_s"] * 1.1 for r in rows)]))
-    messages.set_title("Live updates: writes coalesced into at most one message per tick")
-    messages.legend(fontsize=8)
+        cpu.legend(fontsize=8)
+    cpu.set_xticks(list(places), labels, fontsize=7)
+    cpu.set_ylabel("publisher's Redis µs per message")
+    cpu.set_title("Live publisher's Redis CPU per message (SLOWLOG)")
 
 
 if __name__ == "__main__":

@@ -1,52 +1,49 @@
-"""Player channels under load: a write to the "you were overtaken" message at the watching player.
+"""Player channels: the boards the live suite's player rows run on, and what the publisher's
+script costs per call with and without watches (the `player_channels` suite).
 
-The issue's promise: a player is told within about a second that someone passed them (docs/API.md,
-"Player channels"). Measured here at 1,000 writes/s with 1,000 watching players; the target row
-is p99 <= 1 s, as for the board channels (benchmarks/live_latency.py, whose stack, writer timing,
-clocks and quantiles this suite reuses).
+The player rows of the `live` suite (benchmarks/live_latency.py: stack, writer, clocks,
+quantiles and the publisher's Redis CPU are that suite's) measure an acknowledged write to the
+"you were overtaken" message at the watching player (docs/API.md, "Player channels"):
 
-1. The local stack in this process (`live_latency.local_stack`): the real publisher ticks in its
-   worker (LIVE_PUBLISH_RATE a second), the real local event API fans out.
-2. One all-time board, mode `best`, seeded with `players` players `SPACING` points apart; once the
+1. One all-time board, mode `best`, seeded with `players` players `SPACING` points apart; once the
    publisher has read the seeding, `watchers` of them, spread evenly over the ranks, watch it
    (`RedisIndex.watch`, what `PUT .../watch` calls) with a top N and a few friends each, chosen
    among the players just below them (the ones that can pass them).
-3. A child process opens `connections` WebSocket connections and subscribes each player's
-   channel once, with a server-scope token (the way a game server would), plus the board's
-   all-time channel on the first connection: its messages mark every tick's version.
-4. A writer in another child process calls the submit script directly (`RedisIndex.submit`, the
-   write path's one Redis round trip; the HTTP layer is the HTTP suite's) open loop at `rate`:
-   each write raises a random player's score past about 1..`max_move` others. It records each
-   write's version, player and the monotonic time of its acknowledgement (CLOCK_MONOTONIC is
-   system-wide on Linux, so comparable with the subscribers' receipts).
-5. A message's latency is its receipt minus the acknowledgement of the write that caused it: for
+2. A child process opens `connections` WebSocket connections and subscribes each watcher's
+   player channel once, with a server-scope token (the way a game server would), plus the
+   board's all-time channel on the first connection: its messages mark every version published.
+3. The writer (live_latency's, in its own process) calls the submit script directly. Hot
+   (`Moves`): each write raises a random player's score past about 1..`max_move` others. Quiet
+   (`QuietMoves`): each write raises the player just below a random watcher just past it, so
+   every write owes at least one player message.
+4. A message's latency is its receipt minus the acknowledgement of the write that caused it: for
    a message naming who passed (`passed_by`), the last write of `passed_by[0]` with a version at
    most the message's; otherwise (entered or left the top N on its own, or passed with no passer
-   named) the first write after the previous tick's version, the earliest write it can carry
-   (conservative). Messages whose cause fell in the warm-up are left out of the quantiles.
-   `from_tick_*`: of that, from the start of the tick that published the message (its
-   `published_at`) to the receipt: the publishing and fan-out, without the wait for a tick.
-6. Missed messages are counted exactly, per watch: each message's `previous_rank` is the rank
+   named) the first write after the previous version published, the earliest write it can
+   carry (conservative). Messages whose cause fell in the warm-up are left out of the quantiles.
+   Each message's `published_at` splits it into the wait until the publisher built it and the
+   publishing and fan-out after.
+5. Missed messages are counted exactly, per watch: each message's `previous_rank` is the rank
    the player was last told, so it must equal the `rank` of the player's previous message (the
-   first: the rank at the watch). After the drain, `untold_at_end` counts the watchers ranked
-   lower than they were last told (passed, never told) and `due_at_end` the watches still
-   waiting over the publisher's budget (LIVE_MAX_WATCH_CHECKS).
-7. The publisher script's Redis cost, with and without watches, on a Valkey of its own (quiet,
-   nothing else running): a board with the watches and its twin without, the same writes
-   (`rate / publish rate` a tick) applied to both, then one `LiveIndex.changes` call per board,
-   timed, with `INFO commandstats` reset before it: the script's usec, and the watches it ranked
-   again (each costs one HGET of the watch hash; the script's other HGETs are counted: its
-   cursor, the channel's version, one per passer named).
+   first: the rank at the watch). After the drain, the watchers ranked lower than they were last
+   told (passed, never told) are missed too, and `due_at_end` counts the watches still waiting
+   over the publisher's budget (LIVE_MAX_WATCH_CHECKS).
+
+The `player_channels` suite (`run`): the publisher script's Redis cost, with and without
+watches, on a Valkey of its own (quiet, nothing else running): a board with the watches and its
+twin without, the same writes (`rate / publish rate` a call) applied to both, then one
+`LiveIndex.changes` call per board, timed, with `INFO commandstats` reset before it: the script's
+usec, and the watches it ranked again (each costs one HGET of the watch hash; the script's other
+HGETs are counted: its cursor, the channel's version, one per passer named).
 
 The subscribers share one process and one event loop: "received" includes that loop's queueing
-behind the other messages of the tick (real players each have their own machine).
+behind the other messages of the same publishing (real players each have their own machine).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import multiprocessing
 import random
 import statistics
 import time
@@ -56,16 +53,6 @@ from datetime import UTC, datetime
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
-from benchmarks.live_latency import (
-    LeaseWatch,
-    _create_board,
-    _quantile_ms,
-    _receive,
-    _wall,
-    local_stack,
-    p99_target,
-    publish_rate,
-)
 from benchmarks.progress import progress
 
 if TYPE_CHECKING:  # the child processes import this module: keep its imports light
@@ -76,22 +63,29 @@ _DATA = b'{"type":"data"'
 PLAYER_MESSAGE = "player.standing_changed"
 
 
-@dataclass
-class Settings:
+@dataclass(frozen=True)
+class Board:
+    """A board with watching players, for the live suite's player rows."""
+
     players: int = 10_000  # on the board
     watchers: int = 1_000  # of them, watching it (one channel and subscription each)
-    rate: float = 1_000  # writes a second
-    seconds: float = 10.0  # measured
-    warm_seconds: float = 2.0  # writes not measured
-    drain_seconds: float = 2.0  # after the last write, for its messages to arrive
     connections: int = 10  # WebSocket connections the subscriptions are spread over
     top_n: int = 100  # each watch's top N
     friends: int = 5  # each watch's friends, among the 200 players below it
-    max_move: int = 20  # a write passes about 1..max_move players
-    # (players, watchers) of the boards whose publisher script is timed on a quiet Valkey
+    max_move: int = 20  # a hot write passes about 1..max_move players
+
+
+@dataclass
+class Settings:
+    """The `player_channels` suite: the publisher script per call on a quiet Valkey."""
+
+    rate: float = 1_000  # writes a second: `rate / publish rate` writes a call
+    top_n: int = 100
+    max_move: int = 20
+    # (players, watchers) of the boards whose publisher script is timed
     cost_boards: tuple[tuple[int, int], ...] = ((10_000, 1_000), (100_000, 1_000))
     cost_ticks: int = 20  # publisher calls timed per board
-    # A backlog tick: this many changes read in one call (the publisher's scan limit), as after
+    # A backlog call: this many changes read in one call (the publisher's scan limit), as after
     # the publisher was stopped for a while or a batch import, on the first cost board.
     backlog_writes: int = 5_000
     backlog_ticks: int = 3
@@ -122,6 +116,34 @@ class Moves:
         step = SPACING * self.random.randint(1, self.max_move) + self.random.randint(1, SPACING - 1)
         self.scores[i] += step
         return i, self.scores[i]
+
+
+class QuietMoves(Moves):
+    """Writes that each pass a watcher: the player just below a random watcher (by score now)
+    is raised just past it, so every write owes that watcher a message."""
+
+    def __init__(self, players: int, watched: list[int], seed: str) -> None:
+        super().__init__(players, 1, seed)
+        self.watched = watched
+
+    def next(self) -> tuple[int, int]:
+        scores = self.scores
+        lowest = min(scores)
+        target = self.random.choice([w for w in self.watched if scores[w] > lowest])
+        below = max(
+            (i for i in range(len(scores)) if scores[i] < scores[target]), key=scores.__getitem__
+        )
+        scores[below] = scores[target] + self.random.randint(1, SPACING - 1)
+        return below, scores[below]
+
+
+def moves(spec: tuple[Any, ...]) -> Moves:
+    """The writes of a player row, from what the writer process is handed: ("hot", players,
+    max_move, seed) or ("quiet", players, watched indexes, seed)."""
+    kind, players, extra, seed = spec
+    return (
+        QuietMoves(players, list(extra), seed) if kind == "quiet" else Moves(players, extra, seed)
+    )
 
 
 # --- the board, its players and their watches --------------------------------------------------
@@ -155,23 +177,21 @@ def _all_time() -> Any:
     return Channel("all-time", current_period("all-time", datetime.now(UTC)).id, None)
 
 
-def _watch(index: RedisIndex, board_id: str, players: int, settings: Settings) -> dict[str, int]:
+def _watch(index: RedisIndex, board_id: str, shape: Board) -> dict[str, int]:
     """Every watcher's watch; the rank each starts from (the first previous_rank it is told)."""
     channel = _all_time()
     until_ms = int((time.time() + 3600) * 1000)
     picker = random.Random(f"friends-{board_id}")
     told: dict[str, int] = {}
-    for i in watcher_indexes(players, min(settings.watchers, players)):
+    for i in watcher_indexes(shape.players, min(shape.watchers, shape.players)):
         below = list(range(max(0, i - 200), i))
-        friends = tuple(
-            player_id(j) for j in picker.sample(below, min(settings.friends, len(below)))
-        )
+        friends = tuple(player_id(j) for j in picker.sample(below, min(shape.friends, len(below))))
         standing = index.watch(
             board_id,
             player_id(i),
             channel,
             until_ms=until_ms,
-            top_n=settings.top_n,
+            top_n=shape.top_n,
             friends=friends,
             keep_seconds=86_400,
         )
@@ -194,7 +214,18 @@ def _caught_up(client: Any, board_id: str, timeout: float) -> None:
     raise TimeoutError(f"the publisher did not read board {board_id}'s seeding in {timeout} s")
 
 
-def _ranks_now(client: Any, board_id: str, players: list[str]) -> dict[str, int | None]:
+def prepare(client: Any, board_id: str, shape: Board) -> dict[str, int]:
+    """Seed the board, wait for the publisher to read the seeding, then watch: the rank each
+    watcher starts from."""
+    from leaderboard.stores.redis.serving_index import RedisIndex
+
+    index = RedisIndex(client)
+    _seed(index, board_id, shape.players)
+    _caught_up(client, board_id, 60)
+    return _watch(index, board_id, shape)
+
+
+def ranks_now(client: Any, board_id: str, players: list[str]) -> dict[str, int | None]:
     """Each player's rank as the publisher computes it (ties shared: 1 + the players ahead)."""
     from leaderboard.stores.redis.keys import BoardKeys
 
@@ -213,70 +244,23 @@ def _ranks_now(client: Any, board_id: str, players: list[str]) -> dict[str, int 
     }
 
 
-# --- the writer (a child process) ------------------------------------------------------------
+def due_at_end(client: Any, board_id: str) -> int:
+    """The board's watches still waiting for a check (over the publisher's budget)."""
+    from leaderboard.stores.redis.keys import BoardKeys
 
-
-def _write(
-    redis_url: str,
-    board_id: str,
-    players: int,
-    max_move: int,
-    rate: float,
-    warm: float,
-    seconds: float,
-) -> dict[str, Any]:
-    """Open loop as in live_latency._write: the n-th write at a random moment of its slot."""
-    from leaderboard.domain.clock import to_ms
-    from leaderboard.domain.events import new_event_id
-    from leaderboard.domain.periods import current_periods
-    from leaderboard.domain.submissions import Submission
-    from leaderboard.stores.redis.client import connect
-    from leaderboard.stores.redis.serving_index import RedisIndex
-
-    client = connect(redis_url)
-    index = RedisIndex(client)
-    moves = Moves(players, max_move, f"writes-{board_id}")
-    warm_writes = round(rate * warm)
-    planned = warm_writes + max(1, round(rate * seconds))
-    acks: list[tuple[int, int, float]] = []  # version, player, monotonic time at the ack
-    start = time.monotonic()
-    deadline = start + planned / rate
-    jitter = random.Random(f"jitter-{board_id}")
-    for n in range(planned):
-        delay = start + (n + jitter.random()) / rate - time.monotonic()
-        if delay > 0:
-            time.sleep(delay)
-        elif time.monotonic() > deadline:
-            break
-        i, score = moves.next()
-        now = datetime.now(UTC)
-        result = index.submit(
-            board_id,
-            Submission(player_id=player_id(i), score=score, region=None, metadata=None),
-            event_id=new_event_id(to_ms(now)),
-            now_ms=to_ms(now),
-            periods=current_periods(now),
-            idempotency=None,
-        )
-        acks.append((result.version, i, time.monotonic()))
-    client.close()
-    return {
-        "measure_from": start + warm_writes / rate,
-        "warm_writes": warm_writes,
-        "planned": planned - warm_writes,
-        "acks": acks,  # the warm-up's included: a measured message may name a warm-up write
-    }
+    return int(client.scard(BoardKeys(board_id).watches_due(_all_time().period_id)))
 
 
 # --- the subscribers (a child process) -------------------------------------------------------
 
 
-def _subscribers_main(
+def subscribers_main(
     conn: Connection,
     url: str,
     host: str,
     api_key: str,
     token: str,
+    board_id: str,
     board_channel: str,
     channels: list[str],
     connections: int,
@@ -289,7 +273,9 @@ def _subscribers_main(
         runner = asyncio.run
     try:
         result = runner(
-            _subscribe_all(conn, url, host, api_key, token, board_channel, channels, connections)
+            _subscribe_all(
+                conn, url, host, api_key, token, board_id, board_channel, channels, connections
+            )
         )
     except Exception as exc:
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
@@ -303,17 +289,19 @@ async def _subscribe_all(
     host: str,
     api_key: str,
     token: str,
+    board_id: str,
     board_channel: str,
     channels: list[str],
     connections: int,
 ) -> dict[str, Any]:
     """Every player channel once over `connections` sockets, the board's channel on the first;
-    say "ready", keep every data frame until told to stop, then decode them."""
+    say "ready", keep every data frame until told to stop, then decode them (a player channel
+    carries the player's messages of every board: those of other boards are left out)."""
     from websockets.asyncio.client import connect
     from websockets.exceptions import ConnectionClosed
     from websockets.typing import Subprotocol
 
-    from benchmarks.live_latency import _expect
+    from benchmarks.live_latency import expect
     from devstack.live_client import PROTOCOL, auth_subprotocol
 
     loop = asyncio.get_running_loop()
@@ -333,7 +321,7 @@ async def _subscribe_all(
             max_size=1 << 20,
         )
         await ws.send('{"type":"connection_init"}')
-        await _expect(ws, "connection_ack")
+        await expect(ws, "connection_ack")
         wanted: list[tuple[str, str, dict[str, str]]] = [
             (f"p{i}-{n}", channel, bearer) for n, channel in enumerate(channels[i::connections])
         ]
@@ -370,11 +358,14 @@ async def _subscribe_all(
     for ws in sockets:
         ws.transport.abort()
     players: list[tuple[float, str, int, int | None, int | None, list[str], str | None, str]] = []
-    ticks: list[int] = []
+    versions: dict[int, str] = {}  # the board channel's messages: version -> published_at
+    foreign = 0
     for got in frames:
         for at, raw in got:
             event = json.loads(json.loads(raw)["event"])
-            if event.get("type") == PLAYER_MESSAGE:
+            if event.get("board_id") != board_id:
+                foreign += 1
+            elif event.get("type") == PLAYER_MESSAGE:
                 passers = event["passed_by"]
                 players.append(
                     (
@@ -389,183 +380,96 @@ async def _subscribe_all(
                     )
                 )
             else:
-                ticks.append(event["version"])
-    return {"players": players, "ticks": ticks, "dropped": sum(closed)}
+                versions.setdefault(event["version"], event["published_at"])
+    return {"players": players, "versions": versions, "foreign": foreign, "dropped": sum(closed)}
 
 
 # --- the analysis ----------------------------------------------------------------------------
 
 
 def analyse(
-    writes: dict[str, Any],
-    received: dict[str, Any],
-    told: dict[str, int],
-    ranks_at_end: dict[str, int | None],
-    rate: float,
+    writes: dict[str, Any], received: dict[str, Any], told: dict[str, int], ranks: dict[str, Any]
 ) -> dict[str, Any]:
-    """One row: each message matched to the write that caused it, and what went missing."""
+    """Each message matched to the write that caused it, and what went missing. `writes`: the
+    writer's acks (version, player, monotonic, wall clock), warm-up included (a measured message
+    may name a warm-up write); `ranks`: every watcher's rank after the drain."""
     import numpy as np
+
+    from benchmarks.live_latency import per_channel_second, quantile_ms, wall
 
     acks = writes["acks"]
     versions = [a[0] for a in acks]
-    by_player: dict[str, tuple[list[int], list[float]]] = {}
-    for version, i, at in acks:
-        own = by_player.setdefault(player_id(i), ([], []))
+    by_player: dict[str, tuple[list[int], list[float], list[float]]] = {}
+    for version, i, at, at_wall in acks:
+        own = by_player.setdefault(player_id(i), ([], [], []))
         own[0].append(version)
         own[1].append(at)
-    start = writes["measure_from"]
+        own[2].append(at_wall)
+    start, end = writes["measure_from"], writes["last_planned"]
     measured = acks[writes["warm_writes"] :]
-    end = measured[-1][2] if measured else start
-    window = max(end - start, 1e-9)
     messages = sorted(received["players"], key=lambda m: (m[1], m[2]))
-    # every tick's version: the board channel's messages, and the player messages' own
-    ticks = sorted(set(received["ticks"]) | {m[2] for m in messages})
+    # every version published: the board channel's messages, and the player messages' own
+    published = sorted(set(received["versions"]) | {m[2] for m in messages})
 
-    latencies, by_passer, unmatched, gaps, in_window = [], 0, 0, 0, 0
-    delivery = []  # from the tick's start (published_at) to the receipt
+    latencies, waits, delivery = [], [], []
+    by_passer, unmatched, gaps = 0, 0, 0
     offset = time.time() - time.monotonic()  # monotonic -> wall clock, same machine
     events: dict[str, int] = {}
+    stamps: dict[str, list[float]] = {"board": [wall(s) for s in received["versions"].values()]}
     last_told = dict(told)
-    for at, player, version, rank, previous, kinds, passer, published in messages:
+    for at, player, version, rank, previous, kinds, passer, stamp in messages:
         if previous != last_told.get(player):
             gaps += 1  # a message this player never got
         last_told[player] = rank
         for kind in kinds:
             events[kind] = events.get(kind, 0) + 1
-        if start <= at <= end:
-            in_window += 1
-            delivery.append(at + offset - _wall(published))
-        cause: float | None = None
+        stamps.setdefault(player, []).append(wall(stamp))
+        cause: tuple[float, float] | None = None
         if passer is not None and passer in by_player:
-            own_versions, own_times = by_player[passer]
+            own_versions, own_times, own_walls = by_player[passer]
             k = bisect_right(own_versions, version) - 1
             if k >= 0:
-                cause = own_times[k]
+                cause = own_times[k], own_walls[k]
                 by_passer += 1
         if cause is None:
-            previous_tick = ticks[bisect_left(ticks, version) - 1] if ticks[0] < version else 0
-            k = bisect_right(versions, previous_tick)
+            before = published[bisect_left(published, version) - 1] if published[0] < version else 0
+            k = bisect_right(versions, before)
             if k < len(versions) and versions[k] <= version:
-                cause = acks[k][2]
+                cause = acks[k][2], acks[k][3]
         if cause is None:
             unmatched += 1
-        elif cause >= start:
-            latencies.append(at - cause)
-    every = np.array(latencies)
+        elif cause[0] >= start:
+            latencies.append(at - cause[0])
+            waits.append(wall(stamp) - cause[1])
+            delivery.append(at + offset - wall(stamp))
     # passed since the last message: ranked lower now than last told
-    untold = sum(
-        1 for p, rank in ranks_at_end.items() if rank is not None and rank > (last_told[p] or 0)
-    )
+    untold = sum(1 for p, rank in ranks.items() if rank is not None and rank > (last_told[p] or 0))
+    every = np.array(latencies)
+    window = max(end - start, 1e-9)
     return {
         "writes": len(measured),
-        "achieved_per_s": round(len(measured) / max(window, writes["planned"] / rate), 1),
-        "watchers": len(told),
-        "messages": len(messages),
-        "messages_per_s": round(in_window / window, 1),
-        "messages_per_write": round(in_window / max(1, len(measured)), 3),
+        "achieved_per_s": round(len(measured) / window, 1),
         "measured": len(latencies),
-        "by_passer": by_passer,
-        "p50_ms": _quantile_ms(every, 0.5),
-        "p99_ms": _quantile_ms(every, 0.99),
-        "max_ms": _quantile_ms(every, 1.0),
-        # of it, from the start of the tick that published the message to its receipt
-        "from_tick_p50_ms": _quantile_ms(np.array(delivery), 0.5),
-        "from_tick_p99_ms": _quantile_ms(np.array(delivery), 0.99),
-        "missed": gaps,
-        "unmatched": unmatched,
+        "p50_ms": quantile_ms(every, 0.5),
+        "p99_ms": quantile_ms(every, 0.99),
+        "max_ms": quantile_ms(every, 1.0),
+        "wait_p99_ms": quantile_ms(np.array(waits), 0.99),
+        "delivery_p50_ms": quantile_ms(np.array(delivery), 0.5),
+        "delivery_p99_ms": quantile_ms(np.array(delivery), 0.99),
+        "missed": gaps + untold,
+        "gaps": gaps,
         "untold_at_end": untold,
         "dropped": received["dropped"],
+        "msgs_per_channel_s": per_channel_second(stamps),
+        "player_messages": len(messages),
+        "by_passer": by_passer,
+        "unmatched": unmatched,
+        "foreign": received["foreign"],
         "events": events,
     }
 
 
-# --- the live run ----------------------------------------------------------------------------
-
-
-def measure_latency(settings: Settings) -> dict[str, Any]:
-    """The stack, the board and its watchers, the writer and the subscribers: one row."""
-    from devstack import tokens
-    from leaderboard.domain.live import player_channel
-    from leaderboard.stores.redis.client import connect
-    from leaderboard.stores.redis.keys import BoardKeys
-    from leaderboard.stores.redis.serving_index import RedisIndex
-
-    with local_stack() as stack:
-        ticks = publish_rate(stack)
-        secret = tokens.local_secret(stack.config.data_dir)
-        admin = tokens.mint(secret, "bench-admin", "leaderboard/admin")
-        server = tokens.mint(secret, "bench-server", "leaderboard/server")
-        board = _create_board(stack, admin, mode="best")
-        board_id = board["board_id"]
-        redis_url = stack.env["REDIS_URL"]
-        client = connect(redis_url)
-        try:
-            index = RedisIndex(client)
-            _seed(index, board_id, settings.players)
-            _caught_up(client, board_id, 60)
-            told = _watch(index, board_id, settings.players, settings)
-            live = stack.live_config()
-            assert live is not None, "the stack has no event API"
-            context = multiprocessing.get_context("spawn")
-            parent, child = context.Pipe()
-            process = context.Process(
-                target=_subscribers_main,
-                args=(
-                    child,
-                    live["realtime_url"],
-                    live["http_host"],
-                    live["api_key"],
-                    server,
-                    board["live_channel"] + "/all-time",
-                    [player_channel(p) for p in told],
-                    settings.connections,
-                ),
-                daemon=True,
-            )
-            process.start()
-            try:
-                kind, value = _receive(parent, 180)
-                if kind != "ready":
-                    raise RuntimeError(f"the subscribers did not start: {value}")
-                with context.Pool(1) as writers, LeaseWatch(redis_url) as lease:
-                    writes = writers.apply(
-                        _write,
-                        (
-                            redis_url,
-                            board_id,
-                            settings.players,
-                            settings.max_move,
-                            settings.rate,
-                            settings.warm_seconds,
-                            settings.seconds,
-                        ),
-                    )
-                    time.sleep(settings.drain_seconds)
-                parent.send("stop")
-                kind, received = _receive(parent, 180)
-                if kind != "done":
-                    raise RuntimeError(f"the subscribers failed: {received}")
-            finally:
-                process.join(10)
-                if process.is_alive():
-                    process.terminate()
-                    process.join(5)
-                parent.close()
-            ranks = _ranks_now(client, board_id, list(told))
-            due = client.scard(BoardKeys(board_id).watches_due(_all_time().period_id))
-        finally:
-            client.close()
-    return {
-        "players": settings.players,
-        "writes_per_s": settings.rate,
-        **analyse(writes, received, told, ranks, settings.rate),
-        "due_at_end": int(due),
-        "handovers": lease.handovers(writes["measure_from"]),
-        "publish_rate": ticks,
-    }
-
-
-# --- the publisher script's cost, on a quiet Valkey -----------------------------------------
+# --- the publisher script's cost, on a quiet Valkey (the player_channels suite) -------------
 
 
 def _commandstats(client: Any) -> dict[str, dict[str, float]]:
@@ -605,9 +509,8 @@ def script_cost(
             assert not isinstance(done, Exception), done
             if not done.entries_read:
                 break
-    _watch(
-        index, boards["with watches"], players, Settings(watchers=watchers, top_n=settings.top_n)
-    )
+    shape = Board(players=players, watchers=watchers, top_n=settings.top_n)
+    _watch(index, boards["with watches"], shape)
     per_call = max(1, round(settings.rate / ticks))
     moves = Moves(players, settings.max_move, f"cost-{tag}")
     samples: dict[str, list[tuple[float, float, int, int]]] = {name: [] for name in boards}
@@ -655,18 +558,18 @@ def script_cost(
 
 
 def run(settings: Settings | None = None) -> dict[str, Any]:
-    """The live run on its stack first, then the script's cost on a Valkey of its own."""
+    """The publisher script's cost per call, on a Valkey of its own."""
+    from benchmarks.live_latency import publish_rate
     from devstack.servers import EmbeddedValkey
 
     settings = settings or Settings()
     started = time.perf_counter()
-    progress(f"player channels: {settings.watchers:,} watchers at {settings.rate:g} writes/s")
-    latency = measure_latency(settings)
+    ticks = publish_rate({})
     cost: list[dict[str, Any]] = []
     with EmbeddedValkey() as valkey:
         for players, watchers in settings.cost_boards:
             progress(f"player channels: script cost, {players:,} players, {watchers:,} watches")
-            cost += script_cost(valkey.url, players, watchers, settings, latency["publish_rate"])
+            cost += script_cost(valkey.url, players, watchers, settings, ticks)
         if settings.backlog_writes and settings.cost_boards:
             players, watchers = settings.cost_boards[0]
             backlog = replace(
@@ -675,32 +578,15 @@ def run(settings: Settings | None = None) -> dict[str, Any]:
             cost += script_cost(valkey.url, players, watchers, backlog, 1)
     return {
         "settings": asdict(settings),
+        "publish_rate": ticks,
         "seconds": round(time.perf_counter() - started, 1),
-        "rows": [latency],
         "script_cost": cost,
     }
 
 
-def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """The issue's "within a second" as a p99 row, met only with nothing missed."""
-    out = []
-    for row in results["rows"]:
-        name = (
-            f"p99 write→player message ≤ 1 s at {row['writes_per_s']:g} writes/s,"
-            f" {row['watchers']} watching players"
-        )
-        out.append(p99_target(name, row))
-    return out
-
-
 def main() -> int:
-    results = run()
-    for row in results["rows"]:
+    for row in run()["script_cost"]:
         print(row)
-    for row in results["script_cost"]:
-        print(row)
-    for line in targets(results):
-        print(line)
     return 0
 
 
