@@ -651,7 +651,7 @@ def _kill_busy(stack: LocalStack, function: str) -> bool:
     if not busy:
         return False
     with contextlib.suppress(ProcessLookupError):
-        os.kill(busy[0].process.pid, signal.SIGKILL)  # type: ignore[arg-type]
+        os.kill(busy[0].process.pid, signal.SIGKILL)
         return True
     return False
 
