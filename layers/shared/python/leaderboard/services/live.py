@@ -297,10 +297,11 @@ class _Serving:
             try:
                 now = clock()
                 if now >= self.check_at:
-                    if self.index.successor_waiting(self.owner):
+                    held, successor = self.index.renew_lease(self.owner, self.lease_ms)
+                    if successor:
                         self.report.handed_over = True
                         return
-                    if not self.index.take_lease(self.owner, self.lease_ms):
+                    if not held:
                         self.report.note("lost the lease")  # another run holds it now
                         return
                     self.check_at = now + interval

@@ -131,9 +131,29 @@ class LiveIndex:
     # --- one publisher at a time ----------------------------------------------------------
     def take_lease(self, owner: str, ttl_ms: int) -> bool:
         """Take the publisher lease if it is free or already ours (then extend it)."""
-        if self.client.set(LEASE_KEY, owner, nx=True, px=ttl_ms):
-            return True
-        return bool(self.client.eval(_EXTEND, 1, LEASE_KEY, owner, ttl_ms))
+        return bool(self._lease_call(self.client, owner, ttl_ms))
+
+    def renew_lease(self, owner: str, ttl_ms: int) -> tuple[bool, bool]:
+        """(whether `owner` holds the lease now, renewed; whether another run waits to take
+        over), in one round trip: the running publisher's heartbeat, every 1/rate."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.get(SUCCESSOR_KEY)
+        queue_script(pipe, self.client, _LEASE_SHA, [LEASE_KEY], [owner, ttl_ms])
+        waiting, held = pipe.execute(raise_on_error=False)
+        if isinstance(held, NoScriptError):  # after a restart or failover of Redis
+            held = self._lease_call(self.client, owner, ttl_ms)
+        for reply in (waiting, held):
+            if isinstance(reply, Exception):
+                raise reply
+        return bool(held), waiting is not None and waiting != owner
+
+    @staticmethod
+    def _lease_call(client: RedisLike, owner: str, ttl_ms: int) -> Any:
+        try:
+            return client.evalsha(_LEASE_SHA, 1, LEASE_KEY, owner, ttl_ms)
+        except NoScriptError:
+            client.script_load(_LEASE)
+            return client.evalsha(_LEASE_SHA, 1, LEASE_KEY, owner, ttl_ms)
 
     def release_lease(self, owner: str) -> None:
         self.client.eval(_RELEASE, 1, LEASE_KEY, owner)
@@ -147,17 +167,15 @@ class LiveIndex:
         """A new listener to the writes' wake-ups and the control channel (wakes.py)."""
         return WakeListener(self.client)
 
-    def successor_waiting(self, owner: str) -> bool:
-        waiting = self.client.get(SUCCESSOR_KEY)
-        return waiting is not None and waiting != owner
 
-
-_EXTEND = """
-if redis.call('GET', KEYS[1]) == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0
+# Take the lease if it is free or ours, and set its time to live: one script, sent by its SHA.
+_LEASE = """
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
 """
+_LEASE_SHA = script_sha(_LEASE)
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
