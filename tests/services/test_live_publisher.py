@@ -31,6 +31,7 @@ from leaderboard.domain.live import (
     player_channel,
 )
 from leaderboard.domain.periods import current_periods
+from leaderboard.domain.shards import shard_of
 from leaderboard.domain.submissions import Submission
 from leaderboard.services.live import LivePublisher, LiveReport
 from leaderboard.services.scores import ScoreService
@@ -676,3 +677,33 @@ def test_a_throttled_publish_is_tried_again_alone_and_a_refused_one_is_not(
     assert api.tries == {"all-time": 2, "weekly": 3, "daily": 1}
     assert report.published == 1 and report.failed == 2 and report.refused == 1
     assert report.retried == 1 + 2
+
+
+def test_a_lone_write_on_a_sharded_board_is_published_at_once(
+    index: RedisIndex, event_api: LocalEventApi, board_id: str
+) -> None:
+    """Each shard's writes wake the publisher on the shard's own channel."""
+    board = publish(index, board_id, periods=["all-time"], shards=3)
+    assert {shard_of(p, 3) for p in ("p6", "p2")} == {0, 2}
+    publisher = _slow_publisher(index, event_api, board_id)
+    sent = Recorded()
+    publisher.publisher = sent
+    period = current_periods(NOW)["all-time"]
+    with _running(publisher, "sharded") as reports:
+        for n, player in enumerate(["p6", "p2"]):  # on shards 0 and 2 (domain.shards.shard_of)
+            time.sleep(2.1)  # past the interval: each is a lone write
+            started = time.monotonic()
+            version = index.submit(
+                board_id,
+                Submission(player_id=player, score=n + 1, region=None, metadata=None),
+                event_id=str(uuid.uuid4()),
+                now_ms=int(NOW.timestamp() * 1000),
+                periods={"all-time": period},
+                idempotency=None,
+            ).version
+            _wait_for(lambda n=n: len(sent.messages) > n, 5)
+            at, _, message = sent.messages[n]
+            assert at - started < 0.5 and message["version"] >= version
+    assert board.shards == 3
+    assert reports[0].reads == 1 + 2
+    assert [e["player_id"] for e in sent.messages[-1][2]["top"]] == ["p2", "p6"]
