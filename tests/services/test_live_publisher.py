@@ -70,6 +70,19 @@ def _client(event_api: LocalEventApi) -> LiveClient:
     return LiveClient(event_api.realtime_url, host, event_api.api_key)
 
 
+def _publisher(
+    index: RedisIndex, event_api: LocalEventApi, *board_ids: str, rate: float, **options: Any
+) -> LivePublisher:
+    """A publisher of these boards alone, to the local event API."""
+    return LivePublisher(
+        OnlyBoards(index.client, *board_ids),
+        EventApiPublisher(event_api.publish_url),
+        rate=rate,
+        namespace="leaderboards",
+        **options,
+    )
+
+
 def test_a_subscriber_receives_each_change_with_ranks_scores_and_chained_versions(
     index: RedisIndex, event_api: LocalEventApi, publisher: LivePublisher, board_id: str
 ) -> None:
@@ -166,12 +179,7 @@ def test_a_thousand_writes_a_second_make_at_most_rate_messages_per_channel_per_s
 ) -> None:
     board = publish(index, board_id, periods=["all-time"])
     rate = 4
-    publisher = LivePublisher(
-        OnlyBoards(index.client, board_id),
-        EventApiPublisher(event_api.publish_url),
-        rate=rate,
-        namespace="leaderboards",
-    )
+    publisher = _publisher(index, event_api, board_id, rate=rate)
     periods = {"all-time": current_periods(NOW)["all-time"]}
     received: list[tuple[float, dict[str, Any]]] = []
     with _client(event_api) as client:
@@ -501,13 +509,7 @@ class Recorded:
 def _slow_publisher(index: RedisIndex, event_api: LocalEventApi, *board_ids: str) -> LivePublisher:
     """Half a message a second per channel, and the catalog read every 30 s: a tick-driven
     publisher would make a write wait a second on average, and a new board half a minute."""
-    return LivePublisher(
-        OnlyBoards(index.client, *board_ids),
-        EventApiPublisher(event_api.publish_url),
-        rate=0.5,
-        namespace="leaderboards",
-        catalog_seconds=30,
-    )
+    return _publisher(index, event_api, *board_ids, rate=0.5, catalog_seconds=30)
 
 
 def test_a_lone_write_is_published_at_once_not_at_the_next_tick(
@@ -611,12 +613,7 @@ def test_messages_under_a_random_mix_of_lone_writes_and_bursts_miss_nothing_and_
 ) -> None:
     model = ModelBoard(publish(index, board_id, periods=["all-time"], live_top=5))
     rate = 4
-    publisher = LivePublisher(
-        OnlyBoards(index.client, board_id),
-        EventApiPublisher(event_api.publish_url),
-        rate=rate,
-        namespace="leaderboards",
-    )
+    publisher = _publisher(index, event_api, board_id, rate=rate)
     pick = random.Random(board_id)
     received: list[dict[str, Any]] = []
     with _client(event_api) as client, _running(publisher, "mix"):

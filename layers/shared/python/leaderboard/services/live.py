@@ -133,16 +133,11 @@ class LivePublisher:
         self.monotonic = monotonic
         self.sleep = sleep
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="publish")
-        self._catalog: list[dict[str, Any]] = []
-        self._catalog_at = float("-inf")
 
     # --- reading boards and publishing ---------------------------------------------------------
     def tick(self, report: LiveReport) -> None:
         """Read every board's changes once and publish one message per changed channel."""
-        if self.monotonic() - self._catalog_at >= self.catalog_seconds:
-            self._catalog = self.index.catalog()
-            self._catalog_at = self.monotonic()
-        self.publish_boards(self._catalog, report)
+        self.publish_boards(self.index.catalog(), report)
 
     def publish_boards(self, catalog: list[dict[str, Any]], report: LiveReport) -> set[str]:
         """Read these boards' changes (one pipelined round trip) and publish one message per
