@@ -115,6 +115,21 @@ def history(board_id: str, player_id: str) -> dict[str, Any]:
     return reads.history(board_id, player_id, query(app), caller=optional_caller(app, tokens))
 
 
+@app.get("/boards/<board_id>/league")
+def league(board_id: str) -> dict[str, Any]:
+    return reads.league(board_id, query(app), caller=optional_caller(app, tokens))
+
+
+@app.get("/boards/<board_id>/league/players/<player_id>")
+def league_player(board_id: str, player_id: str) -> dict[str, Any]:
+    return reads.league_player(board_id, player_id, query(app), caller=optional_caller(app, tokens))
+
+
+@app.get("/boards/<board_id>/league/groups/<group_id>")
+def league_group(board_id: str, group_id: str) -> dict[str, Any]:
+    return reads.league_group(board_id, group_id, query(app), caller=optional_caller(app, tokens))
+
+
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics(raise_on_empty_metrics=False)

@@ -40,6 +40,9 @@ PUBLIC = {
     "GET /boards/{board_id}/players/{player_id}/standings",
     "GET /boards/{board_id}/players/{player_id}/history",
     "GET /tournaments",
+    "GET /boards/{board_id}/league",
+    "GET /boards/{board_id}/league/players/{player_id}",
+    "GET /boards/{board_id}/league/groups/{group_id}",
     "GET /health",
 }
 ADMIN = {

@@ -22,7 +22,7 @@ from openapi_spec_validator.validation import OpenAPIV31SpecValidator
 from devstack.gateway import HttpGateway, LocalApi
 from devstack.runtime import EventLoopThread
 from devstack.template import Route, load
-from leaderboard.services import boards, read_base, watches
+from leaderboard.services import boards, league_reads, read_base, watches
 from tests.support.openapi_contract import (
     ContractViolation,
     check_response,
@@ -52,6 +52,7 @@ SAMPLE_VALUES = {
     "by": "player",
     "team": "red",
     "status": "open",
+    "season": "custom",
 }
 # Where a route's parameter takes another kind of value than SAMPLE_VALUES's.
 ROUTE_SAMPLES = {
@@ -71,6 +72,9 @@ CODE_PARAMS = {
     "GET /boards/{board_id}/flags": boards._FLAGS_PARAMS,
     "GET /boards/{board_id}/hidden": boards._HIDDEN_PARAMS,
     "GET /tournaments": read_base._TOURNAMENTS_PARAMS,
+    "GET /boards/{board_id}/league": league_reads._LEAGUE_PARAMS,
+    "GET /boards/{board_id}/league/players/{player_id}": league_reads._GROUP_PARAMS,
+    "GET /boards/{board_id}/league/groups/{group_id}": league_reads._GROUP_PARAMS,
     "DELETE /boards/{board_id}/players/{player_id}/watch": set(watches.UNWATCH_PARAMS),
 }
 
@@ -162,6 +166,14 @@ def seeded(api, admin_token, server_token, board_id) -> dict[str, str]:
     body = {"player_id": "p-1", "score": 5, "region": "EU", "team_id": "red"}
     scored = api.call("POST", f"/boards/{board_id}/scores", body, token=server_token)
     assert scored.status == 200, scored.body
+    # and a league board beside it, for the league's routes
+    league = {"tiers": ["bronze", "silver"], "group_size": 5, "promote": 1, "relegate": 1}
+    body = {"periods": ["custom"], "schedule": {"cron": "0 0 * * MON"}, "league": league}
+    put = api.call("PUT", f"/boards/{board_id}-lg", body, token=admin_token)
+    assert put.status == 201, put.body
+    body = {"player_id": "p-1", "score": 5}
+    scored = api.call("POST", f"/boards/{board_id}-lg/scores", body, token=server_token)
+    assert scored.status == 200, scored.body
     return {"board_id": board_id, "player_id": "p-1"}
 
 
@@ -172,7 +184,12 @@ def board_id() -> str:  # one board for the module (the conftest fixture is per 
 
 def _request(route: Route, seeded: dict[str, str], tokens: dict[str, str]) -> dict[str, Any]:
     """A request the route accepts: the seeded ids, a token it allows, a valid body."""
-    path = route.path.format(**seeded)
+    if "/league" in route.path:  # the league board beside the seeded one
+        path = route.path.format(
+            board_id=f"{seeded['board_id']}-lg", player_id="p-1", group_id="bronze-1"
+        )
+    else:
+        path = route.path.format(**seeded)
     token = tokens["admin"] if route.authorizer else None
     body = None
     if route.route_key == "PUT /boards/{board_id}":

@@ -9,6 +9,7 @@ from typing import Any
 
 from leaderboard.domain.errors import BadRequest, Conflict, Unprocessable
 from leaderboard.domain.hooks import HookConfig, parse_hook_field
+from leaderboard.domain.leagues import League
 from leaderboard.domain.live import DEFAULT_LIVE_TOP, MAX_LIVE_TOP, board_channel
 from leaderboard.domain.period_events import Rewards, parse_rewards
 from leaderboard.domain.periods import (
@@ -52,6 +53,7 @@ IMMUTABLE_WITH_ENTRIES = (
     "teams",
     "schedule",
     "tournament",
+    "league",
 )
 
 
@@ -89,6 +91,9 @@ class BoardConfig:
     # A time-boxed competition (leaderboard/domain/tournaments.py): its one period, `custom`,
     # is its window. None: not a tournament.
     tournament: Tournament | None = None
+    # Groups within tiers, promotion and relegation every season (leaderboard/domain/leagues.py).
+    # None: no league.
+    league: League | None = None
     created_at: str = ""
     updated_at: str = ""
     version: int = 1
@@ -107,6 +112,7 @@ class BoardConfig:
         data["ended_by_hand"] = list(self.ended_by_hand)
         data["rewards"] = self.rewards.to_json() if self.rewards is not None else None
         data["tournament"] = self.tournament.to_json() if self.tournament is not None else None
+        data["league"] = self.league.to_json() if self.league is not None else None
         return data
 
     def calendar(self) -> Calendar | None:
@@ -141,6 +147,8 @@ class BoardConfig:
             cfg["hook"] = self.validation_hook.to_json()
         if self.teams is not None:
             cfg["teams"] = self.teams
+        if self.league is not None:
+            cfg["lg"] = {"rules": self.league.script_rules(), "tiers": list(self.league.tiers)}
         if self.tournament is not None:
             # its window as a calendar the write path reads like a schedule's, and the rules
             # the submit script checks
@@ -192,6 +200,7 @@ class BoardConfig:
             ended_by_hand=tuple(data.get("ended_by_hand") or ()),
             rewards=parse_rewards(data["rewards"]) if data.get("rewards") is not None else None,
             tournament=Tournament.parse(data["tournament"]) if data.get("tournament") else None,
+            league=League.parse(data["league"]) if data.get("league") else None,
             created_at=data.get("created_at", ""),
             updated_at=data.get("updated_at", ""),
             version=int(data.get("version", 1)),
@@ -218,6 +227,7 @@ _FIELDS = (
     "schedule",
     "rewards",
     "tournament",
+    "league",
 )
 
 
@@ -358,6 +368,8 @@ def _parse_field(name: str, value: Any, hook_targets: Collection[str]) -> Any:
         return None if value is None else parse_rewards(value)
     if name == "tournament":
         return None if value is None else Tournament.parse(value)
+    if name == "league":
+        return None if value is None else League.parse(value)
     raise AssertionError(name)  # pragma: no cover
 
 
@@ -440,6 +452,8 @@ def parse_board_request(
             "periods and a schedule, or neither",
             field="schedule",
         )
+    if board.league is not None:
+        _check_league(board)
     if existing is not None and has_entries:
         changed = [f for f in IMMUTABLE_WITH_ENTRIES if getattr(existing, f) != getattr(board, f)]
         if changed:
@@ -448,3 +462,19 @@ def parse_board_request(
                 fields=changed,
             )
     return board
+
+
+def _check_league(board: BoardConfig) -> None:
+    """A league plays in seasons, on one node (a group's placement is one script), with every
+    entry kept (a group must not lose a player to max_entries), players only."""
+    if board.schedule is None or CUSTOM not in board.periods:
+        raise Unprocessable(
+            "a league plays in seasons: add `custom` to periods and a schedule", field="league"
+        )
+    for name, value, why in (
+        ("shards", board.shards > 1, "a player's group is placed in one script: use shards 1"),
+        ("teams", board.teams is not None, "leagues rank players, not teams: no teams"),
+        ("max_entries", board.max_entries is not None, "a group keeps every player"),
+    ):
+        if value:
+            raise Unprocessable(f"a league board cannot have {name}: {why}", field="league")

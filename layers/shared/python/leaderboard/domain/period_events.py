@@ -34,6 +34,8 @@ MAX_TIER_PLAYERS = 1000
 # EventBridge takes entries of up to 256 KiB (Detail, Source and DetailType together): tiers
 # are cut further, and say so, until the envelope fits with room to spare.
 MAX_EVENT_BYTES = 240 * 1024
+# A league season's moves per part of its period.ended event (about 150 bytes a move).
+MOVES_PER_PART = 1000
 TIER_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 # Fixed, so that every deployment derives the same id for the same board and period.
 EVENT_NAMESPACE = uuid.UUID("6f0e3a52-5d0b-4c1e-9a57-3f1d2c8b7e41")
@@ -221,10 +223,32 @@ class PeriodEnded:
     tiers: tuple[TierResult, ...] = ()
     # When the event says it happened: the period's end (deterministic), else `closed_at`.
     time: str = ""
+    # League boards: this part's players' moves ({"part", "parts", "moves"}); the season's
+    # event comes in parts of MOVES_PER_PART moves, part 1 also carrying top and tiers.
+    league: dict[str, Any] | None = None
 
     @property
     def event_id(self) -> str:
+        part = (self.league or {}).get("part", 1)
+        if part > 1:
+            return str(uuid.uuid5(EVENT_NAMESPACE, f"{self.board_id}\n{self.period_id}\n{part}"))
         return event_id(self.board_id, self.period_id)
+
+    def in_parts(self, moves: list[dict[str, Any]]) -> list[PeriodEnded]:
+        """A league season's event: this one with the first MOVES_PER_PART moves (by player
+        id, so a re-run sends the same parts), then one part for each further chunk, without
+        top and tiers. Each part has its own id."""
+        moves = sorted(moves, key=lambda m: m["player_id"])
+        chunks = [moves[i : i + MOVES_PER_PART] for i in range(0, len(moves), MOVES_PER_PART)]
+        chunks = chunks or [[]]
+        parts = []
+        for n, chunk in enumerate(chunks, start=1):
+            body = {"part": n, "parts": len(chunks), "moves": chunk}
+            if n == 1:
+                parts.append(replace(self, league=body))
+            else:
+                parts.append(replace(self, top=(), tiers=(), league=body))
+        return parts
 
     @classmethod
     def build(
@@ -322,6 +346,8 @@ class PeriodEnded:
             "top": list(self.top),
             "tiers": [t.to_json() for t in self.tiers],
         }
+        if self.league is not None:
+            body["league"] = self.league
         return body
 
     def envelope(self) -> dict[str, Any]:

@@ -220,6 +220,13 @@ class Calendar:
         start = self.start_at(at)
         return Period(CUSTOM, custom_period_id(start), start, self.end_after(start))
 
+    def previous(self, period: Period) -> Period | None:
+        """The period before `period` on this board (None: it is the first)."""
+        assert period.starts_at is not None
+        if period.starts_at <= self.start_at(self.since):
+            return None
+        return self.period_at(period.starts_at - timedelta(microseconds=1))
+
     def place(self, period: Period) -> Period:
         """A custom period id's period on this board; NotFound when no period starts there."""
         assert period.starts_at is not None

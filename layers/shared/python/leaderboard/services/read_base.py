@@ -24,6 +24,7 @@ from leaderboard.domain.errors import (
     Unavailable,
     Unprocessable,
 )
+from leaderboard.domain.leagues import League
 from leaderboard.domain.periods import (
     ALL_TIME,
     CUSTOM,
@@ -169,6 +170,7 @@ class ReadBase:
         # An archived period never changes: its windows are cached for the environment's life.
         self._archived_window = functools.lru_cache(maxsize=4096)(self._read_archive)
         self._calendars: dict[str, tuple[float, Calendar | None]] = {}
+        self._leagues: dict[str, tuple[float, League | None]] = {}  # league_reads.py
 
     def _read_archive(
         self,

@@ -30,6 +30,7 @@ from leaderboard.stores.redis.serving_index import RedisIndex
 if TYPE_CHECKING:
     pass
 from leaderboard.services.catalog_reads import CatalogReads
+from leaderboard.services.league_reads import LeagueReads
 from leaderboard.services.read_base import (
     _AROUND_PARAMS,
     _ENTRIES_PARAMS,
@@ -43,7 +44,7 @@ from leaderboard.services.read_base import (
 )
 
 
-class ReadService(CatalogReads):
+class ReadService(CatalogReads, LeagueReads):
     """Reads from the serving index; from the system of record while the index can't answer.
 
     `fallback` builds the PostgreSQL read model on first need, so a healthy read function

@@ -25,7 +25,14 @@ from leaderboard.domain.boards import BoardConfig
 from leaderboard.domain.clock import Clock, system_clock
 from leaderboard.domain.errors import BadRequest, NotFound, Unavailable, Unprocessable
 from leaderboard.domain.period_events import PeriodEnded
-from leaderboard.domain.periods import ALL_TIME, CUSTOM, Period, current_period, parse_period_id
+from leaderboard.domain.periods import (
+    ALL_TIME,
+    CUSTOM,
+    Period,
+    current_period,
+    is_custom_period_id,
+    parse_period_id,
+)
 from leaderboard.domain.read_results import Entry
 from leaderboard.stores.aws.event_bus import PeriodEventSink
 from leaderboard.stores.postgres.archive import ArchiveStore
@@ -166,6 +173,8 @@ class Rollover:
                     self._purge(board, period_id, regions[period_id], now, keep_going, report)
                 elif state and state["archived_at"]:
                     next_due.append(state["archived_at"] + self.retention)
+        if not kinds:
+            _settle_unplayed_season(self.index, board, now, set(regions), keep_going)
         self.index.rollover_due_at(
             board.board_id, min((d for d in next_due if d is not None), default=None)
         )
@@ -191,11 +200,22 @@ class Rollover:
                 for team in self.archive.ranked_ids(board_id, period.id, region):
                     self._archive_ranked(board_id, period, region, f"members:{team}", keep_going)
         entries, differences = self.archive.finish(board_id, period.id, now)
+        # Promotion and relegation, before the season counts as archived: a run that stops
+        # here settles it again from its closed groups, to the same moves.
+        if (
+            board.league is not None
+            and period.kind == CUSTOM
+            and not self.index.settle_season(
+                board_id, period.id, board.league.group_size, keep_going
+            )
+        ):
+            raise OutOfTime
         if self.sink is not None:
             # Before the period counts as archived: a run that dies here archives it again
             # and emits the same event, same id, same bytes (PeriodEnded.event_id).
             try:
-                self.sink.emit(self._ended(board, period, entries))
+                for event in self._events(board, period, entries):
+                    self.sink.emit(event)
             except Unavailable:
                 log.exception(
                     "period.ended of %s %s not sent; the next run retries", board_id, period.id
@@ -203,6 +223,8 @@ class Rollover:
                 report.complete = False
                 return
         self.index.mark_archived(board_id, period.id, entries)
+        if board.league is not None and period.kind == CUSTOM:
+            self.index.forget_moves(board_id, period.id)  # sent: the moves are in the events
         report.archived.append(f"{board_id}/{period.id}")
         report.differences += differences
         if differences:
@@ -213,6 +235,11 @@ class Rollover:
                 differences,
             )
         log.info("archived %s %s: %d entries", board_id, period.id, entries)
+
+    def _events(self, board: BoardConfig, period: Period, total: int) -> list[PeriodEnded]:
+        """The period.ended event, in parts carrying every player's move on a league's
+        season."""
+        return _with_moves(self.index, board, period, self._ended(board, period, total))
 
     def _ended(self, board: BoardConfig, period: Period, total: int) -> PeriodEnded:
         """The period.ended event: the final global board, as archived, read only as deep as
@@ -330,6 +357,39 @@ class Rollover:
             while self.index.purge_chunk(board, suffix, self.chunk_size) > 0:
                 if not keep_going():
                     raise OutOfTime
+        if board.league is not None and is_custom_period_id(period_id):
+            self.index.drop_season(board.board_id, period_id)
         self.archive.mark_purged(board.board_id, period_id, now)
         report.purged.append(f"{board.board_id}/{period_id}")
         log.info("freed the serving keys of %s %s", board.board_id, period_id)
+
+
+def _with_moves(
+    index: RedisIndex, board: BoardConfig, period: Period, ended: PeriodEnded
+) -> list[PeriodEnded]:
+    """A league season's period.ended in parts, with every player's move; else as it is."""
+    if board.league is None or period.kind != CUSTOM:
+        return [ended]
+    league = board.league
+    return ended.in_parts(
+        [m.to_json(league) for m in index.season_moves(board.board_id, period.id)]
+    )
+
+
+def _settle_unplayed_season(
+    index: RedisIndex,
+    board: BoardConfig,
+    now: datetime,
+    held: set[str],
+    keep_going: Callable[[], bool],
+) -> None:
+    """A league season nobody played holds no set to archive (`held`: the periods that do):
+    once it has ended, its idle players' moves still apply (stay, or drop a tier)."""
+    calendar = board.calendar()
+    if board.league is None or calendar is None:
+        return
+    last = calendar.previous(calendar.period_at(now))
+    if last is None or last.id in held:
+        return
+    if not index.settle_season(board.board_id, last.id, board.league.group_size, keep_going):
+        raise OutOfTime

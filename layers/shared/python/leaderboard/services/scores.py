@@ -19,6 +19,7 @@ from leaderboard.domain.errors import (
 )
 from leaderboard.domain.events import ScoreEvent, new_event_id
 from leaderboard.domain.hooks import HookConfig, HookFailure, Screening, screenings
+from leaderboard.domain.leagues import League
 from leaderboard.domain.periods import current_periods
 from leaderboard.domain.submissions import Submission, parse_batch, parse_submission
 from leaderboard.domain.validation import (
@@ -115,7 +116,9 @@ class ScoreService:
         # persister ignores an event id it has already stored.
         self.sink.send(event)
         return SubmitResponse(
-            body=_response(board_id, submission, result), replayed=result.replayed, event=event
+            body=_response(board_id, submission, result, self.index.league_of(board_id)),
+            replayed=result.replayed,
+            event=event,
         )
 
     def join(self, board_id: str, body: dict[str, Any], caller: Caller) -> dict[str, Any]:
@@ -200,7 +203,9 @@ class ScoreService:
                 else {
                     "status": 200,
                     "replayed": result.replayed,
-                    "result": _response(board_id, submission, result),
+                    "result": _response(
+                        board_id, submission, result, self.index.league_of(board_id)
+                    ),
                 }
             )
         done = [r for r in results if r is not None]
@@ -285,8 +290,10 @@ def build_event(board_id: str, submission: Submission, result: SubmitResult) -> 
     )
 
 
-def _response(board_id: str, submission: Submission, result: SubmitResult) -> dict[str, Any]:
-    return {
+def _response(
+    board_id: str, submission: Submission, result: SubmitResult, league: League | None = None
+) -> dict[str, Any]:
+    body: dict[str, Any] = {
         "board_id": board_id,
         "player_id": submission.player_id,
         "event_id": result.event_id,
@@ -294,3 +301,8 @@ def _response(board_id: str, submission: Submission, result: SubmitResult) -> di
         "version": result.version,
         "standings": [s.to_json() for s in result.standings],
     }
+    if result.league is not None and league is not None:
+        place = result.league
+        body["league"] = league.standing(place.season, place.group, place.rank, place.members)
+        body["league"]["placed"] = place.placed
+    return body

@@ -68,6 +68,13 @@ def submit_error(
         )
     if code == "no_board":
         return BoardMissing(f"board {board_id!r} does not exist", board_id=board_id)
+    if code == "league_settling":
+        return Unavailable(
+            "the league's last two seasons are not settled yet (the rollover is behind): a "
+            "player's group this season cannot be chosen; retry shortly",
+            retry_after=5,
+            store="redis",
+        )
     if code == "idempotency_conflict":
         return Conflict("this Idempotency-Key was already used with a different request body")
     if code == "unknown_region":

@@ -42,6 +42,19 @@ class WatchStanding:
 
 
 @dataclass(frozen=True, slots=True)
+class LeaguePlace:
+    """A league board's submission: the season, the group it was ranked in (as the scripts
+    name it, "tier.number"), the rank there, whether this write placed the player, the group's
+    visible players."""
+
+    season: str
+    group: str
+    rank: int | None
+    placed: bool
+    members: int
+
+
+@dataclass(frozen=True, slots=True)
 class SubmitResult:
     event_id: str
     applied: bool
@@ -51,6 +64,9 @@ class SubmitResult:
     standings: tuple[Standing, ...]
     evictions: tuple[Eviction, ...]
     replayed: bool
+    # League boards: the player's group in the season, their rank in it (None: hidden), whether
+    # this write placed them, and how many visible players the group has.
+    league: LeaguePlace | None = None
     arrival: int | None = None  # sharded ties=first boards: what orders the player's ties
     # False when replicas were asked to confirm the write (RedisIndex.replica_acks) and too few
     # did in time: a failover now could lose it, so it must not be acknowledged or queued.
@@ -87,8 +103,18 @@ def parse_record(record: str, replayed: bool, rules: WriteRules | None = None) -
     event_id, applied, version, now_ms, operation, *arrival = head.split("\t")
     standings: list[Standing] = []
     evictions: list[Eviction] = []
+    league: LeaguePlace | None = None
     for line in lines:
         fields = line.split("\t")
+        if fields[0] == "~":  # a league board's group
+            league = LeaguePlace(
+                fields[1],
+                fields[2],
+                int(fields[3]) if fields[3] else None,
+                fields[4] == "1",
+                int(fields[5]),
+            )
+            continue
         at = 1 if fields[0] == "-" else 0
         if len(fields) == 5:  # a pre-issue-22 line: period and region in two fields
             fields[at : at + 2] = [
@@ -128,6 +154,7 @@ def parse_record(record: str, replayed: bool, rules: WriteRules | None = None) -
         standings=tuple(standings),
         evictions=tuple(evictions),
         replayed=replayed,
+        league=league,
     )
 
 

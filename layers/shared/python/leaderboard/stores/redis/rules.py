@@ -45,6 +45,8 @@ class WriteRules:
     teams: str | None = None  # the board's team aggregate ("sum", "best"), or no teams
     calendar: Calendar | None = None  # where the board's custom periods fall; None: none kept
     tournament: str = ""  # a tournament's rules for the submit script (ARGV 27); '' = none
+    league: str = ""  # a league's rules (League.script_rules); '' = none
+    league_tiers: tuple[str, ...] = ()  # its tier names, lowest first
 
     @property
     def keyed(self) -> bool:
@@ -103,6 +105,18 @@ class WriteRules:
             teams=cfg.get("teams"),
             calendar=script_calendar(cfg),
             tournament=cfg.get("tour", ""),
+            league=cfg["lg"]["rules"] if cfg.get("lg") else "",
+            league_tiers=tuple(cfg["lg"]["tiers"]) if cfg.get("lg") else (),
+        )
+
+    def league_seasons(self, season: Period) -> str:
+        """ARGV 28 of submit.lua: the season a submission goes to, the two before it ('-' for
+        none) and the league's rules."""
+        assert self.calendar is not None
+        prev = self.calendar.previous(season)
+        prev2 = self.calendar.previous(prev) if prev is not None else None
+        return " ".join(
+            (season.id, prev.id if prev else "-", prev2.id if prev2 else "-", self.league)
         )
 
     def periods_at(self, periods: dict[str, Period], now_ms: int) -> dict[str, Period]:

@@ -3,13 +3,14 @@ client object (as redis-py composes its command families into `Redis`).
 
 Where a behaviour lives: writes (index/writes.py, submit.lua), reads (index/reads.py, which
 picks one_node/ or sharded/ from the board's rules), watches, visibility (hide, unhide,
-remove), teams, tournaments, and the maintenance the rollover and rebuilds do (loading,
+remove), teams, tournaments, leagues, and the maintenance the rollover and rebuilds do (loading,
 purging, rebuild, rollover, outbox). Keys: keys.py; rules: rules.py; replies: records.py.
 """
 
 from __future__ import annotations
 
 from leaderboard.stores.redis.index.boards import BoardCommands
+from leaderboard.stores.redis.index.leagues import LeagueCommands
 from leaderboard.stores.redis.index.loading import LoadingCommands
 from leaderboard.stores.redis.index.outbox import OutboxCommands
 from leaderboard.stores.redis.index.purging import PurgeCommands
@@ -31,6 +32,7 @@ class RedisIndex(
     VisibilityCommands,
     TeamCommands,
     TournamentCommands,
+    LeagueCommands,
     LoadingCommands,
     PurgeCommands,
     RebuildCommands,

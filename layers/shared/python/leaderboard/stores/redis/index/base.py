@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 
+from leaderboard.domain.leagues import League
 from leaderboard.stores.redis.client import RedisLike
 from leaderboard.stores.redis.errors import guarded
 from leaderboard.stores.redis.keys import BoardKeys, key_spaces
@@ -40,6 +41,14 @@ class IndexBase:
     def _rules_of(self, board_id: str) -> WriteRules | None:
         """The board's rules, to decode the tie keys a record keeps (cached; read if unknown)."""
         return self._rules.get(board_id) or self.write_rules(board_id)
+
+    def league_of(self, board_id: str) -> League | None:
+        """The board's league as this process's cached rules have it (None: no league, or
+        rules not cached: a board's first write caches them)."""
+        rules = self._rules.get(board_id)
+        if rules is None or not rules.league:
+            return None
+        return League.from_script(rules.league, rules.league_tiers)
 
     def _arrival(self) -> int:
         """Microseconds on this host's clock, never going back within the process."""

@@ -1,5 +1,6 @@
--- uses: tiebreakers, standing, teams, wake (lua_shared/, prepended in this order when loaded)
--- Remove a player from every period and region of a board, with its metadata; a hidden
+-- uses: tiebreakers, standing, teams, wake, league (lua_shared/, prepended in this order when loaded)
+-- Remove a player from every period and region of a board, with its metadata (and on a league
+-- board from each season's group, with their tier); a hidden
 -- player's entries too (in the sets' shadows), and on a team board their contributions to
 -- teams (teams.lua). Whether the player is hidden stays as it was.
 -- The registry lists the board's sorted sets; their names are built from the board's own key
@@ -38,7 +39,12 @@ for _, suffix in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   local member = redis.call('HGET', mkey, player)
   if member then redis.call('HDEL', mkey, player) else member = player end
   removed = removed + redis.call('ZREM', zkey, member) + redis.call('ZREM', prefix .. 'zh:' .. suffix, member)
+  if cfg.lg then -- a league season: the player's group too (league.lua)
+    local gz, gzh = league_group_sets(prefix, suffix, player)
+    if gz then redis.call('ZREM', gz, member, player); redis.call('ZREM', gzh, member, player) end
+  end
 end
+if cfg.lg then redis.call('HDEL', prefix .. 'lg:tier', player) end
 redis.call('HDEL', KEYS[2], player)
 redis.call('HDEL', KEYS[3], player)
 if #teams > 0 then redis.call('HDEL', prefix .. 'pt', player) end

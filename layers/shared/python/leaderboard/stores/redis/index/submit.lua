@@ -1,4 +1,4 @@
--- uses: tiebreakers, hidden, wake (lua_shared/, prepended in this order when loaded)
+-- uses: tiebreakers, hidden, wake, standing, league (lua_shared/, prepended in this order when loaded)
 -- Apply one score submission to every period and region set of a board, atomically.
 -- All keys share the board's hash tag, so this runs unchanged on Redis Cluster.
 --
@@ -30,8 +30,9 @@
 --       ('' = none), 25 the board's team aggregate ('sum' | 'best'; '' = no teams),
 --       26 the score key of the submitted score (tie-breaker boards; '' = not sent),
 --       27 a tournament's rules "start_ms end_ms join max_participants max_attempts" ('' =
---       not a tournament)
---       (19-26 are '' where unused).
+--       not a tournament), 28 a league's "season previous-season the-one-before rules"
+--       (league.lua; '-' for no season; '' = no league)
+--       (19-27 are '' where unused).
 -- Returns {'OK', record} | {'REPLAY', record} | {'STALE', cfg text} | {'ERR', code, ...}.
 -- A record is "event_id\tapplied\tversion\tnow_ms\tmode[\tarrival]", then one
 -- "suffix\tscore\trank\tchanged\tprevious score\tprevious rank[\ttie key]" line per set
@@ -45,7 +46,8 @@
 -- boards then the previous entry's member without its player, '' = none: what orders it
 -- among equal scores, for the live publisher's "who passed whom"), then one
 -- "-\tsuffix\tplayer\tgone" line per entry max_entries evicted (gone = 1: that player is left on
--- no set of the board, so its metadata was dropped).
+-- no set of the board, so its metadata was dropped); on league boards last one
+-- "~\tseason\tgroup\trank in it\tplaced now (1|0)\tvisible players in it" line (league.lua).
 local mode, fp = ARGV[11], ARGV[8]
 local inc = mode == 'increment'
 -- got: {cfg, [score range], [idempotency record]}
@@ -248,6 +250,21 @@ if not plain then place = function(zv, score_text, member, keylen, absent)
   return redis.call('ZCOUNT', zv, '-inf', '(' .. score_text) + 1
 end end
 
+-- League boards: the player's group this season, placed on their first write (league.lua).
+local lg = ARGV[28] or ''
+local LG -- {season, group, placed now, visible set, shadow}
+if lg ~= '' then
+  local season, prev, prev2, rules = string.match(lg, '^(%S+) (%S+) (%S+) (.*)$')
+  local lpfx = string.sub(KEYS[1], 1, #KEYS[1] - 3)
+  local how = {desc = desc, first = first, spec = tb and tkey or nil,
+               ncols = tb and #tkey / 16 or nil, keyed = keyed}
+  local L = league_lib()
+  local g, placed = L.place(L.rules(rules), lpfx, season, player, prev, prev2, how)
+  if not g then return {'ERR', 'league_settling'} end
+  local gz = lpfx .. 'gz:' .. season .. ':' .. g
+  LG = {season = season, group = g, placed = placed, set = gz, shadow = lpfx .. 'gzh:' .. season .. ':' .. g}
+end
+
 local version = redis.call('INCR', KEYS[4])
 if tour_join then redis.call('SADD', tour_join, player) end
 if tour_attempts then redis.call('HINCRBY', tour_attempts, player, 1) end
@@ -278,6 +295,7 @@ for i = 1, n do
   local old_sk, new_sk -- tie-breaker boards: the score keys of the entry before and after
   local old_order = '' -- keyed boards: the entry's member before, less the player
   local kept = tkey -- the tie key of the entry after this submission
+  local old_member -- keyed boards: the entry's member before this submission
   if blind then
     z = KEYS[S + i]
     zv = z
@@ -313,6 +331,7 @@ for i = 1, n do
     local p = plan[i]
     local old, old_key
     z, m, member, old, new, old_key, kept = p[1], p[2], p[3], p[4], p[5], p[6], p[7]
+    old_member = member
     if keyed and member then old_order = string.sub(member, 1, #member - #player) end
     old_sk, new_sk = p[8], p[9]
     zv = hidden and KEYS[S + (i - 1) * step + 1] or z
@@ -453,6 +472,20 @@ for i = 1, n do
     elseif desc then rank = redis.call('ZCOUNT', zv, '(' .. shown, '+inf') + 1
     else rank = redis.call('ZCOUNT', zv, '-inf', '(' .. shown) + 1 end
   end
+  if LG and string.sub(zv, off) == LG.season then
+    -- The season's entry, mirrored in the player's group (its shadow while hidden): same
+    -- member, same score, so the group ranks as the season does.
+    local gz = hidden and LG.shadow or LG.set
+    if changed then
+      if old_member and old_member ~= member then redis.call('ZREM', gz, old_member) end
+      redis.call('ZADD', gz, new_text, member)
+    end
+    -- its rank there, counted as the season's above
+    if lexed then LG.rank = tb_rank(LG.set, desc, new_sk .. kept)
+    elseif not plain then LG.rank = place(LG.set, shown, member, #kept, hidden)
+    elseif desc then LG.rank = redis.call('ZCOUNT', LG.set, '(' .. shown, '+inf') + 1
+    else LG.rank = redis.call('ZCOUNT', LG.set, '-inf', '(' .. shown) + 1 end
+  end
   -- One string for all lines, built once (each line its own string costs more than its work).
   local at = #parts
   parts[at + 1] = '\n'
@@ -475,6 +508,10 @@ for i = 1, n do
     if tb or agg ~= '' then parts[#parts + 1] = '\t' .. (tb and kept or '') end
     if agg ~= '' then parts[#parts + 1] = '\t' .. contribution end
   end
+end
+if LG then
+  parts[#parts + 1] = '\n~\t' .. LG.season .. '\t' .. LG.group .. '\t' .. (LG.rank or '') .. '\t'
+    .. (LG.placed and '1' or '0') .. '\t' .. redis.call('ZCARD', LG.set)
 end
 -- Whether an evicted player is gone (on no set of the board) is decided only now: the
 -- submitting player may leave one set and enter another in this same script.

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from leaderboard.domain.hooks import Screening
-from leaderboard.domain.periods import Period
+from leaderboard.domain.periods import CUSTOM, Period
 from leaderboard.domain.shards import arrival_number, shard_board_id, shard_of, stamp_prefix
 from leaderboard.domain.submissions import Submission
 from leaderboard.domain.tiebreakers import score_key
@@ -102,4 +102,7 @@ def submit_call(
     if rules is not None and rules.tournament:
         # ARGV 27: the tournament's window, sign-up and caps, checked with the write
         args += [""] * (26 - len(args)) + [rules.tournament]
+    if rules is not None and rules.league:
+        # ARGV 28: the season the player is placed in a group of, and the league's rules
+        args += [""] * (27 - len(args)) + [rules.league_seasons(periods[CUSTOM])]
     return script_keys, args

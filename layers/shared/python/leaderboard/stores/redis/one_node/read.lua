@@ -8,7 +8,7 @@
 --       7 period id, 8 who reads (none or '' = anonymous): a hidden player reads the board with
 --       their own entry in it (hidden.lua), 9 what the set ranks (none or '' = players;
 --       'teams': a team board's teams, 'members': one team's members, teams.lua: plain sets,
---       shared ranks, no tie-breakers, and no metadata for teams).
+--       shared ranks, no tie-breakers, and no metadata for teams), 10-11 a league group (below).
 -- Returns {'OK', total, start, player_position (-1 if none), n, the hidden reader shown ('' =
 --          none), then n x (player, score, rank), then n metadata JSON strings ('' = none),
 --          then on tie-breaker boards n tie keys and the board's columns as JSON} or
@@ -23,6 +23,20 @@ if not has(cfg.periods, ARGV[2]) then return {'ERR', 'no_period'} end
 if ARGV[3] ~= '' and not has(cfg.regions, ARGV[3]) then return {'ERR', 'unknown_region'} end
 
 local key = KEYS[2]
+-- A league group (leagues.py, league.lua): ARGV 10 the season, 11 the group ("tier.number"; ''
+-- = the group of the player ARGV 4), read from its group set; the group ends the reply.
+local group = ARGV[11]
+if ARGV[10] and ARGV[10] ~= '' then
+  if not cfg.lg then return {'ERR', 'no_league'} end
+  local lpfx = string.sub(KEYS[1], 1, #KEYS[1] - 3)
+  if group == '' then
+    group = redis.call('HGET', lpfx .. 'lg:g:' .. ARGV[10], ARGV[4])
+    if not group then
+      return {'ERR', 'not_placed', redis.call('HGET', lpfx .. 'lg:tier', ARGV[4]) or ''}
+    end
+  end
+  key = lpfx .. 'gz:' .. ARGV[10] .. ':' .. group
+end
 local desc, first = cfg.sort == 'desc', cfg.ties == 'first'
 local spec = cfg.tb -- tie-breaker columns ("name:flipped,..."), or nil
 local ranks = ARGV[9] or ''
@@ -127,4 +141,5 @@ elseif #players > 0 then
   for i = 1, #players do out[#out + 1] = '' end
 end
 tb_append(out, tbs, spec)
+if group then out[#out + 1] = group end
 return out

@@ -19,6 +19,15 @@ from leaderboard.stores.redis.rules import WriteRules
 from leaderboard.stores.redis.scripts import Script
 
 
+class NotPlaced(Exception):
+    """A league read of a player placed in no group this season: the tier they hold (None:
+    none yet, they start in the league's start tier)."""
+
+    def __init__(self, tier: int | None) -> None:
+        super().__init__("not placed in a group this season")
+        self.tier = tier
+
+
 class OneNodeIndex:
     _read = Script(__package__, "read")
     _players = Script(__package__, "players")
@@ -45,6 +54,33 @@ class OneNodeIndex:
         entry in it (marked `hidden`). `ranks`: what is read ("" players, "teams", or
         "members:<team>": BoardKeys.ranked; `player_id` is then a team or a member)."""
 
+        return self._window(
+            board_id,
+            period,
+            region,
+            [op, period.kind, region or "", player_id, offset_or_rank, size, period.id]
+            # ARGV 8-9, who reads and what is read, only when there is something to say
+            + ([viewer, ranks.split(":", 1)[0]] if viewer or ranks else []),
+            ranks,
+        )[0]
+
+    def league_group(
+        self, board_id: str, season: Period, group: str, player_id: str, size: int, viewer: str
+    ) -> tuple[Window, str]:
+        """A league group of `season`, whole (`size`: the league's group size): the group
+        `group` ("tier.number"), or ('') the group `player_id` was placed in. NotPlaced when
+        the player has none this season."""
+        return self._window(
+            board_id,
+            season,
+            None,
+            ["page", season.kind, "", player_id, 0, size, season.id, viewer, "", season.id, group],
+            "",
+        )
+
+    def _window(
+        self, board_id: str, period: Period, region: str | None, args: list[object], ranks: str
+    ) -> tuple[Window, str]:
         keys = BoardKeys(board_id)
         reply = self._read(
             keys=[
@@ -54,16 +90,18 @@ class OneNodeIndex:
                 keys.meta,
                 keys.archived,
             ],
-            # ARGV 8-9, who reads and what is read, only when there is something to say
-            args=[op, period.kind, region or "", player_id, offset_or_rank, size, period.id]
-            + ([viewer, ranks.split(":", 1)[0]] if viewer or ranks else []),
+            args=args,
         )
+        player_id = str(args[3])
         if reply[0] == "SHARDED":
             if ranks:
                 raise read_error(board_id, period, region, player_id, "no_teams")
             raise Resharded(reply[1])
+        if reply[0] == "ERR" and reply[1] == "not_placed":
+            raise NotPlaced(int(reply[2]) if reply[2] else None)
         if reply[0] == "ERR":
             raise read_error(board_id, period, region, player_id, reply[1])
+        group = reply.pop() if len(args) > 9 else ""
         total, start, position, count = (int(x) for x in reply[1:5])
         shown = reply[5]  # the hidden reader whose own entry the window holds ('' = none)
         rows = reply[6 : 6 + 3 * count]
@@ -80,12 +118,13 @@ class OneNodeIndex:
             )
             for i in range(count)
         )
-        return Window(
+        window = Window(
             total=total,
             start=start,
             player_position=None if position < 0 else position,
             entries=entries,
         )
+        return window, group
 
     def players(
         self,
