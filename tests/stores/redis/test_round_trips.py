@@ -329,3 +329,49 @@ def test_sharded_reads_touch_each_node_once_a_round_on_a_cluster(clock, board_id
             else:
                 assert trips <= rounds * len(holders), (name, trips)
         client.close()
+
+
+@pytest.mark.parametrize("ties", ["shared", "first"])
+def test_one_round_trip_per_league_write_and_read(redis_url, board_id, clock, ties):
+    """Issue 40, acceptance 2: on a league board a submission (placing the player in a group on
+    their first write, and after it), the tiers, a player's group and a group by id are one
+    round trip each, for a hidden player's own reads too."""
+    client = redis.Redis.from_url(
+        redis_url, decode_responses=True, connection_class=CountingConnection
+    )
+    index = RedisIndex(client)
+    publish(
+        index,
+        board_id,
+        periods=["all-time", "custom"],
+        ties=ties,
+        schedule={"cron": "0 0 * * MON", "timezone": "UTC"},
+        league={"tiers": ["bronze", "silver"], "group_size": 30, "promote": 5, "relegate": 5},
+    )
+    scores = ScoreService(index, ListSink(), clock)
+    reads = ReadService(index, clock)
+    scores.submit(board_id, {"player_id": "warm", "score": 1}, SERVER, None)
+    reads.league(board_id, {})  # loads the league's scripts and caches the league
+    reads.league_player(board_id, "warm", {})
+    for n in range(40):
+        trips, answer = counted(
+            lambda n=n: scores.submit(board_id, {"player_id": f"p{n}", "score": n}, SERVER, None)
+        )
+        assert trips == 1 and answer.body["league"]["placed"], n
+    trips, answer = counted(
+        lambda: scores.submit(board_id, {"player_id": "p3", "score": 99}, SERVER, None)
+    )
+    assert trips == 1 and not answer.body["league"]["placed"]
+    index.set_hidden(board_id, "p5", True, event_id="e-hide", now_ms=1)
+    for name, call in {
+        "tiers": lambda: reads.league(board_id, {}),
+        "a player's group": lambda: reads.league_player(board_id, "p3", {}),
+        "a hidden player's own group": lambda: reads.league_player(
+            board_id, "p5", {"viewer": "p5"}, caller=SERVER
+        ),
+        "a group by id": lambda: reads.league_group(board_id, "bronze-2", {}),
+    }.items():
+        trips, result = counted(call)
+        assert trips == 1, name
+        assert result["tiers"] if name == "tiers" else result["entries"], name
+    client.close()

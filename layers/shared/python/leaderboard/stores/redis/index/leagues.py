@@ -4,6 +4,7 @@ end's steps (league.lua), each one round trip."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from functools import cached_property
 
 from leaderboard.domain.errors import BoardMissing, Conflict
 from leaderboard.domain.leagues import Move, script_group
@@ -42,9 +43,11 @@ class LeagueCommands(IndexBase):
     ) -> tuple[Window, str]:
         """A whole group of `season`: `group` ("tier.number"), or ('') `player_id`'s
         (one_node.reads.NotPlaced when the player has none)."""
-        return OneNodeIndex(self.client).league_group(
-            board_id, season, group, player_id, size, viewer
-        )
+        return self._group_reads.league_group(board_id, season, group, player_id, size, viewer)
+
+    @cached_property
+    def _group_reads(self) -> OneNodeIndex:
+        return OneNodeIndex(self.client)
 
     @guarded
     def league_tiers(self, board_id: str, season: str) -> dict[int, tuple[int, int]]:
