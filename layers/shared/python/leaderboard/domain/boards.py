@@ -21,6 +21,7 @@ from leaderboard.domain.periods import (
     current_period,
 )
 from leaderboard.domain.schedules import Schedule
+from leaderboard.domain.score_tiers import ScoreTiers, Tiering
 from leaderboard.domain.shards import MAX_SHARDS
 from leaderboard.domain.tiebreakers import TieBreaker, parse_columns, script_spec
 from leaderboard.domain.tournaments import Tournament
@@ -89,6 +90,9 @@ class BoardConfig:
     # A time-boxed competition (leaderboard/domain/tournaments.py): its one period, `custom`,
     # is its window. None: not a tournament.
     tournament: Tournament | None = None
+    # Named bands of the standings every read names (leaderboard/domain/score_tiers.py); a view
+    # that may change at any time. None: no tiers, and no `tier` on any standing.
+    score_tiers: ScoreTiers | None = None
     created_at: str = ""
     updated_at: str = ""
     version: int = 1
@@ -107,7 +111,14 @@ class BoardConfig:
         data["ended_by_hand"] = list(self.ended_by_hand)
         data["rewards"] = self.rewards.to_json() if self.rewards is not None else None
         data["tournament"] = self.tournament.to_json() if self.tournament is not None else None
+        data["score_tiers"] = self.score_tiers.to_json() if self.score_tiers is not None else None
         return data
+
+    def tiering(self) -> Tiering | None:
+        """What a read needs to name each standing's tier (None: the board has no tiers)."""
+        if self.score_tiers is None:
+            return None
+        return Tiering(self.score_tiers, self.sort == "desc")
 
     def calendar(self) -> Calendar | None:
         """Where this board's custom periods start and end (None: it keeps none)."""
@@ -141,6 +152,9 @@ class BoardConfig:
             cfg["hook"] = self.validation_hook.to_json()
         if self.teams is not None:
             cfg["teams"] = self.teams
+        tiering = self.tiering()
+        if tiering is not None:  # the reads hand it back with the standings (the writes skip it)
+            cfg["tiers"] = tiering.to_script()
         if self.tournament is not None:
             # its window as a calendar the write path reads like a schedule's, and the rules
             # the submit script checks
@@ -192,6 +206,7 @@ class BoardConfig:
             ended_by_hand=tuple(data.get("ended_by_hand") or ()),
             rewards=parse_rewards(data["rewards"]) if data.get("rewards") is not None else None,
             tournament=Tournament.parse(data["tournament"]) if data.get("tournament") else None,
+            score_tiers=ScoreTiers.parse(data["score_tiers"]) if data.get("score_tiers") else None,
             created_at=data.get("created_at", ""),
             updated_at=data.get("updated_at", ""),
             version=int(data.get("version", 1)),
@@ -218,6 +233,7 @@ _FIELDS = (
     "schedule",
     "rewards",
     "tournament",
+    "score_tiers",
 )
 
 
@@ -358,6 +374,8 @@ def _parse_field(name: str, value: Any, hook_targets: Collection[str]) -> Any:
         return None if value is None else parse_rewards(value)
     if name == "tournament":
         return None if value is None else Tournament.parse(value)
+    if name == "score_tiers":
+        return None if value is None else ScoreTiers.parse(value)
     raise AssertionError(name)  # pragma: no cover
 
 
@@ -440,6 +458,8 @@ def parse_board_request(
             "periods and a schedule, or neither",
             field="schedule",
         )
+    if board.score_tiers is not None:  # a view: may change at any time, with entries too
+        board.score_tiers.check_order(board.sort)
     if existing is not None and has_entries:
         changed = [f for f in IMMUTABLE_WITH_ENTRIES if getattr(existing, f) != getattr(board, f)]
         if changed:
