@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from leaderboard.domain.score_tiers import Tiering
 
 
 class DomainError(Exception):
@@ -69,7 +72,13 @@ class BoardMissing(NotFound):
 
 
 class ArchivedPeriod(NotFound):
-    """The period was closed, archived, and its serving keys removed: read the archive."""
+    """The period was closed, archived, and its serving keys removed: read the archive.
+    `tiering`: the board's score tiers as the index found them, for the read of the archive
+    to name its standings' tiers without asking again (never in the body)."""
+
+    def __init__(self, message: str, *, tiering: Tiering | None = None, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.tiering = tiering
 
 
 class Conflict(DomainError):

@@ -178,10 +178,7 @@ class Tiering:
     @classmethod
     def from_script(cls, text: str | None) -> Tiering | None:
         """Back from `to_script`'s text (None or '': the board has no tiers)."""
-        if not text:
-            return None
-        body = json.loads(text)
-        return cls.of(body, body["sort"])
+        return _from_script(text) if text else None
 
     @classmethod
     def of(cls, public: Mapping[str, Any] | None, sort: str) -> Tiering | None:
@@ -192,6 +189,13 @@ class Tiering:
         key = _BOUND[public["by"]]
         tiers = tuple(ScoreTier(t["name"], t.get(key)) for t in public["tiers"])
         return cls(ScoreTiers(public["by"], tiers), sort == "desc")
+
+
+@lru_cache(maxsize=1024)
+def _from_script(text: str) -> Tiering | None:
+    """Parsed once per text: a board's reads hand the same text back on every read."""
+    body = json.loads(text)
+    return Tiering.of(body, body["sort"])
 
 
 def cutoff(total: int, top_percent: int | float) -> int:

@@ -11,6 +11,7 @@ from leaderboard.domain.boards import script_calendar
 from leaderboard.domain.errors import Unprocessable
 from leaderboard.domain.hooks import HookConfig
 from leaderboard.domain.periods import CUSTOM, Calendar, Period
+from leaderboard.domain.score_tiers import Tiering
 from leaderboard.domain.submissions import Submission
 from leaderboard.domain.tiebreakers import (
     COLUMN_DIGITS,
@@ -45,6 +46,7 @@ class WriteRules:
     teams: str | None = None  # the board's team aggregate ("sum", "best"), or no teams
     calendar: Calendar | None = None  # where the board's custom periods fall; None: none kept
     tournament: str = ""  # a tournament's rules for the submit script (ARGV 27); '' = none
+    tiering: Tiering | None = None  # the board's score tiers, named on every standing read
 
     @property
     def keyed(self) -> bool:
@@ -103,6 +105,7 @@ class WriteRules:
             teams=cfg.get("teams"),
             calendar=script_calendar(cfg),
             tournament=cfg.get("tour", ""),
+            tiering=Tiering.from_script(cfg.get("tiers")),
         )
 
     def periods_at(self, periods: dict[str, Period], now_ms: int) -> dict[str, Period]:
