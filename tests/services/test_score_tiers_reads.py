@@ -7,6 +7,7 @@ reads carry no `tier` at all. Real Valkey and PostgreSQL."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from leaderboard.domain.auth import Caller
 from leaderboard.domain.periods import current_period
@@ -180,3 +181,42 @@ def test_archived_periods_and_history_name_tiers_by_the_archives_total_and_today
         reads.history(board_id, "p3", {"kind": "daily"})["results"],
     ):
         assert body and all("tier" not in item for item in body)
+
+
+def test_tiered_responses_and_board_errors_match_the_documented_contract(
+    api: Any, admin_token: str, server_token: str, board_id: str
+) -> None:
+    """Through the real handlers, each reply checked against docs/openapi.json: the board with
+    its tiers, every read's `tier` (players and teams), and the 400/422 of a bad declaration."""
+    board = {"regions": ["EU"], "teams": "best", "score_tiers": MEDALS}
+    created = api.call("PUT", f"/boards/{board_id}", board, token=admin_token)
+    assert created.status == 201 and created.json()["score_tiers"] == MEDALS
+    for player, score, team in WRITES:
+        body = {"player_id": player, "score": score, "team_id": team, "region": "EU"}
+        assert (
+            api.call("POST", f"/boards/{board_id}/scores", body, token=server_token).status == 200
+        )
+    base = f"/boards/{board_id}"
+    page = api.call("GET", f"{base}/entries?limit=3").json()
+    assert [e["tier"] for e in page["entries"]] == ["gold", "gold", "silver"]
+    for path in (
+        "/players/p5?region=EU",
+        "/players/p3/around?count=3",
+        "/players?ids=p1,p6,nobody",
+        "/players/p2/standings",
+        "/entries?by=team",
+        "/players/red?by=team",
+        "/players/red/around?by=team",
+        "/players?ids=red,green&by=team",
+        "/entries?team=red",
+    ):
+        assert b'"tier"' in api.call("GET", base + path).body, path
+    assert api.call("GET", f"{base}/players/p6").json()["tier"] is None
+    for tiers, status, field in (
+        ([{"name": "a", "top_percent": 5}], 400, "score_tiers.tiers[0].top_percent"),
+        ([{"name": "a"}, {"name": "b", "score": 1}], 422, "score_tiers.tiers[0].score"),
+        ([{"name": "a", "score": 1}, {"name": "b", "score": 2}], 422, "score_tiers.tiers[1].score"),
+    ):
+        body = {"score_tiers": {"by": "score", "tiers": tiers}}
+        refused = api.call("PUT", base, body, token=admin_token)
+        assert (refused.status, refused.json()["field"]) == (status, field), refused.body
