@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from leaderboard.domain.score_tiers import Tiering
+from typing import Any
 
 
 class DomainError(Exception):
@@ -73,10 +70,11 @@ class BoardMissing(NotFound):
 
 class ArchivedPeriod(NotFound):
     """The period was closed, archived, and its serving keys removed: read the archive.
-    `tiering`: the board's score tiers as the index found them, for the read of the archive
-    to name its standings' tiers without asking again (never in the body)."""
+    `tiering`: the board's score tiers as the index found them (a score_tiers.Tiering, or None:
+    typed loosely, as that module raises these errors), for the read of the archive to name its
+    standings' tiers without asking again (never in the body)."""
 
-    def __init__(self, message: str, *, tiering: Tiering | None = None, **details: Any) -> None:
+    def __init__(self, message: str, *, tiering: Any = None, **details: Any) -> None:
         super().__init__(message, **details)
         self.tiering = tiering
 
