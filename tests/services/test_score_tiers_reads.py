@@ -6,6 +6,7 @@ reads carry no `tier` at all. Real Valkey and PostgreSQL."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,8 +21,9 @@ from leaderboard.stores.postgres.database import Database
 from leaderboard.stores.postgres.record import StandingsStore
 from leaderboard.stores.postgres.record_reads import PostgresReadModel
 from leaderboard.stores.redis.client import connect
+from leaderboard.stores.redis.keys import CATALOG_KEY
 from leaderboard.stores.redis.serving_index import RedisIndex
-from tests.support.boards import ListSink, MovableClock
+from tests.support.boards import ListSink, MovableClock, publish
 
 ADMIN = Caller("admin", frozenset({"leaderboard/admin"}))
 SERVER = Caller("game-server", frozenset({"leaderboard/server"}))
@@ -220,3 +222,16 @@ def test_tiered_responses_and_board_errors_match_the_documented_contract(
         body = {"score_tiers": {"by": "score", "tiers": tiers}}
         refused = api.call("PUT", base, body, token=admin_token)
         assert (refused.status, refused.json()["field"]) == (status, field), refused.body
+
+
+def test_a_board_published_before_score_tiers_reads_as_having_none(
+    index: RedisIndex, board_id: str
+) -> None:
+    """A catalog entry written by an older version has no `score_tiers` key: the board object
+    still carries the field (null), as the contract requires."""
+    publish(index, board_id)
+    older = json.loads(index.client.hget(CATALOG_KEY, board_id))
+    del older["score_tiers"]
+    index.client.hset(CATALOG_KEY, board_id, json.dumps(older))
+    assert index.get_board(board_id)["score_tiers"] is None
+    assert [b["score_tiers"] for b in index.list_boards() if b["board_id"] == board_id] == [None]
