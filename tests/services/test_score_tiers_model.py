@@ -5,7 +5,7 @@ view: any time, entries or not). Then every read kind is compared, as nobody in 
 as each hidden player in their own view: pages, around a rank, one player, around a player,
 chosen players and a player's every period, globally and in a region. Each standing's `tier`
 must be the model's: its own ranks, its own totals (hidden players left out), its own tier
-rule, exact on decimal percentages. `make fuzz` runs it longer (tests/support/examples.py)."""
+rule, exact on decimal percentages. `make test-deep` runs it longer (tests/support/examples.py)."""
 
 from __future__ import annotations
 
