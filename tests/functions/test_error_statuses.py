@@ -92,6 +92,7 @@ STANDINGS = "/boards/{board_id}/players/{player_id}/standings"
 HISTORY = "/boards/{board_id}/players/{player_id}/history"
 HIDDEN = "/boards/{board_id}/hidden/{player_id}"
 WATCH = "/boards/{board_id}/players/{player_id}/watch"
+LEAGUE = "/boards/{board_id}/league"
 
 CASES: dict[str, Case] = {
     # --- routes without parameters or a body -------------------------------------------
@@ -99,6 +100,17 @@ CASES: dict[str, Case] = {
     "health-unknown-param": read("/health", 400, q(verbose="1")),
     "tournaments-bad-status": read("/tournaments", 400, q(status="soon")),
     "tournaments-unknown-param": read("/tournaments", 400, q(page="2")),
+    "league-unknown-param": read(LEAGUE, 400, q(x="1"), path={"board_id": "{league}"}),
+    "league-bad-season": read(LEAGUE, 400, q(season="weekly"), path={"board_id": "{league}"}),
+    "league-player-unknown-param": read(
+        f"{LEAGUE}/players/{{player_id}}", 400, q(x="1"), path={"board_id": "{league}"}
+    ),
+    "league-group-malformed-id": read(
+        f"{LEAGUE}/groups/{{group_id}}", 400, path={"board_id": "{league}", "group_id": "Gold-1"}
+    ),
+    "league-group-unknown-tier": read(
+        f"{LEAGUE}/groups/{{group_id}}", 422, path={"board_id": "{league}", "group_id": "gold-1"}
+    ),
     "board-get-malformed-id": read("/boards/{board_id}", 400, path={"board_id": "Arena"}),
     "board-get-unknown-param": read("/boards/{board_id}", 400, q(x="1")),
     "periods-unknown-param": read("/boards/{board_id}/periods", 400, q(x="1")),
@@ -451,13 +463,24 @@ def boards(api, admin_token, server_token) -> dict[str, str]:
     no board has (`{new}`: a PUT refused with 400 or 422 creates nothing)."""
     tag = uuid.uuid4().hex[:12]
     plain, sharded = f"t-err-{tag}", f"t-err-{tag}-sharded"
-    for board_id, rules in ((plain, PLAIN_RULES), (sharded, {"shards": 2})):
+    league = {"tiers": ["bronze", "silver"], "group_size": 5, "promote": 1, "relegate": 1}
+    league_rules = {"periods": ["custom"], "schedule": {"cron": "0 0 * * MON"}, "league": league}
+    for board_id, rules in (
+        (plain, PLAIN_RULES),
+        (sharded, {"shards": 2}),
+        (f"{plain}-league", league_rules),
+    ):
         r = api.call("PUT", f"/boards/{board_id}", rules, token=admin_token)
         assert r.status == 201, r.body
     entry = {"player_id": "p-1", "score": 10, "region": "EU"}
     r = api.call("POST", f"/boards/{plain}/scores", entry, token=server_token)
     assert r.status == 200, r.body
-    return {"{b}": plain, "{sharded}": sharded, "{new}": f"t-err-{tag}-new"}
+    return {
+        "{b}": plain,
+        "{sharded}": sharded,
+        "{new}": f"t-err-{tag}-new",
+        "{league}": f"{plain}-league",
+    }
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -35,6 +35,11 @@ READ_PATHS = {
     ),
     "GET /boards/{board_id}/players/{player_id}/history": "/boards/{board}/players/p-1/history",
     "GET /tournaments": "/tournaments",
+    "GET /boards/{board_id}/league": "/boards/{board}-league/league",
+    "GET /boards/{board_id}/league/players/{player_id}": (
+        "/boards/{board}-league/league/players/p-1"
+    ),
+    "GET /boards/{board_id}/league/groups/{group_id}": "/boards/{board}-league/league/groups/b-1",
 }
 # A few of tests/support/hostile_tokens.py's cases on every route; the whole table is sent to
 # one read route over HTTP in tests/devstack/test_auth_edges.py.
@@ -53,6 +58,13 @@ def board(api: Any, admin_token: str, server_token: str, board_id: str) -> str:
         body = {"player_id": player, "score": score}
         reply = api.call("POST", f"/boards/{board_id}/scores", body, token=server_token)
         assert reply.status == 200, reply.body
+    # a league board beside it, with p-1 in group b-1, for the league's reads
+    league = {"tiers": ["b", "s"], "group_size": 5, "promote": 1, "relegate": 1}
+    rules = {"periods": ["custom"], "schedule": {"cron": "0 0 * * MON"}, "league": league}
+    assert api.call("PUT", f"/boards/{board_id}-league", rules, token=admin_token).status == 201
+    body = {"player_id": "p-1", "score": 7}
+    reply = api.call("POST", f"/boards/{board_id}-league/scores", body, token=server_token)
+    assert reply.status == 200, reply.body
     return board_id
 
 

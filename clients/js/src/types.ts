@@ -31,6 +31,20 @@ export interface Rewards {
   tiers?: Array<{ name: string; ranks?: [number, number]; top_percent?: number }>;
 }
 
+/**
+ * A board's score tiers (docs/API.md, "Score tiers"), best first: every read names each
+ * standing's `tier` by them. `score` on a `by: "score"` board (that score or better by the
+ * board's sort), `top_percent` on a `by: "percentile"` one; the last tier may have neither.
+ * Not the reward tiers of `rewards`.
+ */
+export interface ScoreTiers {
+  by: "score" | "percentile";
+  tiers: Array<{ name: string; score?: number; top_percent?: number }>;
+}
+
+/** On a board with `score_tiers` only: a standing's tier (null: no tier takes it). */
+export type Tier = string | null;
+
 export interface TournamentRules {
   starts_at: string;
   ends_at: string;
@@ -61,6 +75,7 @@ export interface BoardRequest {
   schedule?: Schedule | null;
   rewards?: Rewards | null;
   tournament?: TournamentRules | null;
+  score_tiers?: ScoreTiers | null;
 }
 
 export interface Board {
@@ -85,6 +100,7 @@ export interface Board {
   ended_by_hand: string[];
   rewards: Rewards | null;
   tournament: TournamentRules | null;
+  score_tiers: ScoreTiers | null;
   /** The prefix of the board's live channels: `/leaderboards/<board segment>`. */
   live_channel: string;
   created_at: string;
@@ -104,6 +120,7 @@ export interface Entry {
   score: number;
   metadata: Metadata | null;
   tiebreakers?: TieBreakers;
+  tier?: Tier;
   hidden?: boolean;
   [key: string]: unknown;
 }
@@ -112,6 +129,7 @@ export interface TeamEntry {
   rank: number;
   team_id: string;
   score: number;
+  tier?: Tier;
 }
 
 export interface EntriesPage {
@@ -136,6 +154,7 @@ export interface PlayerStanding {
   total: number;
   top_percent: number;
   metadata: Metadata | null;
+  tier?: Tier;
   [key: string]: unknown;
 }
 
@@ -170,6 +189,7 @@ export interface PlayerStandings {
     score: number;
     total: number;
     top_percent: number;
+    tier?: Tier;
     [key: string]: unknown;
   }>;
   [key: string]: unknown;
@@ -180,7 +200,14 @@ export interface PlayerHistory {
   player_id?: string;
   kind: Exclude<PeriodKind, "all-time">;
   region: string | null;
-  results: Array<{ period: string; rank: number; score: number; total: number; top_percent: number }>;
+  results: Array<{
+    period: string;
+    rank: number;
+    score: number;
+    total: number;
+    top_percent: number;
+    tier?: Tier;
+  }>;
   next: string | null;
   [key: string]: unknown;
 }
@@ -369,6 +396,7 @@ export interface PlayerMessage {
   rank: number | null;
   previous_rank: number | null;
   score: number | null;
+  tier?: Tier;
   top_n: number;
   events: Array<"passed" | "friend_passed" | "entered_top" | "left_top">;
   passed_by: Array<Entry & { friend: boolean }>;

@@ -245,11 +245,11 @@ SHARDED_ROUNDS = {
 }
 
 
-def _sharded_board(client, clock, board_id: str, shards: int):
+def _sharded_board(client, clock, board_id: str, shards: int, **rules):
     from dataclasses import replace
 
     index = RedisIndex(client)
-    board = publish(index, board_id, regions=["EU"], ties="first")
+    board = publish(index, board_id, regions=["EU"], ties="first", **rules)
     if shards > 1:
         index.publish_board(replace(board, shards=shards, version=2))
     scores = ScoreService(index, ListSink(), clock)
@@ -295,6 +295,87 @@ def test_round_trips_per_read_kind_on_sharded_boards(redis_url, board_id, clock,
     for name, call in calls.items():
         trips, _ = counted(call)
         assert trips == (1 if shards == 1 else SHARDED_ROUNDS[name]), (shards, name)
+    client.close()
+
+
+PERCENT_TIERS = {
+    "by": "percentile",
+    "tiers": [{"name": "top1", "top_percent": 1}, {"name": "top10", "top_percent": 10}],
+}
+
+
+@pytest.mark.parametrize("shards", [1, 3])
+def test_reads_of_a_percentile_tier_board_take_no_extra_round_trip(
+    redis_url, board_id, clock, shards
+):
+    """Score tiers by percentile need each read's total: every read already counts it, in its
+    one round trip (or its rounds on a sharded board), and every standing names its tier."""
+    client = redis.Redis.from_url(
+        redis_url, decode_responses=True, connection_class=CountingConnection
+    )
+    scores, reads = _sharded_board(client, clock, board_id, shards, score_tiers=PERCENT_TIERS)
+    calls = _calls(scores, reads, board_id)
+    for call in calls.values():
+        call()
+    for name, call in calls.items():
+        trips, result = counted(call)
+        assert trips == (1 if shards == 1 else SHARDED_ROUNDS[name]), (shards, name)
+        if name in ("submission", "batch of 100"):
+            continue
+        found = [result] if "rank" in result else result.get("entries") or result["standings"]
+        assert found and all("tier" in e for e in found), name
+    top = reads.entries(board_id, {"limit": "25"})
+    assert top["total"] == 2000  # top1: ranks 1-20; top10: to 200; beyond: none
+    assert {e["tier"] for e in top["entries"] if e["rank"] <= 20} == {"top1"}
+    assert {e["tier"] for e in top["entries"] if e["rank"] > 20} == {"top10"}
+    assert reads.player(board_id, "p0", {})["tier"] is None
+    client.close()
+
+
+def test_every_read_of_a_percentile_tier_team_board_is_one_round_trip(redis_url, board_id, clock):
+    """Teams and hidden players beside percentile tiers: the team rankings, a team's members
+    and a hidden player's own view are one round trip each, each standing with its tier."""
+    client = redis.Redis.from_url(
+        redis_url, decode_responses=True, connection_class=CountingConnection
+    )
+    index = RedisIndex(client)
+    publish(index, board_id, regions=["EU"], teams="sum", score_tiers=PERCENT_TIERS)
+    scores = ScoreService(index, ListSink(), clock)
+    reads = ReadService(index, clock)
+    items = [
+        {
+            "player_id": f"p{i}",
+            "score": i,
+            "team_id": ("red", "blue", "gold")[i % 3],
+            "region": "EU",
+        }
+        for i in range(60)
+    ]
+    scores.submit_batch(board_id, {"submissions": items}, SERVER)
+    index.set_hidden(board_id, "p7", True, event_id="e-hide", now_ms=1)
+    reads.entries(board_id, {})
+    reads.players(board_id, {"ids": "p1"})  # the scripts' first calls load them
+    hidden_self = Caller("p7", frozenset())
+    for name, call in {
+        "top": lambda: reads.entries(board_id, {"limit": "20"}),
+        "deep page": lambda: reads.entries(board_id, {"offset": "40", "limit": "10"}),
+        "around_rank": lambda: reads.entries(board_id, {"around_rank": "30", "limit": "5"}),
+        "player": lambda: reads.player(board_id, "p3", {"region": "EU"}),
+        "around": lambda: reads.around(board_id, "p3", {"count": "5"}),
+        "players": lambda: reads.players(board_id, {"ids": "p3,p59,nobody"}),
+        "standings": lambda: reads.standings(board_id, "p3", {}),
+        "teams": lambda: reads.entries(board_id, {"by": "team"}),
+        "one team": lambda: reads.player(board_id, "red", {"by": "team"}),
+        "around a team": lambda: reads.around(board_id, "red", {"by": "team"}),
+        "teams chosen": lambda: reads.players(board_id, {"ids": "red,gold", "by": "team"}),
+        "members": lambda: reads.entries(board_id, {"team": "red"}),
+        "own view": lambda: reads.entries(board_id, {"limit": "3"}, caller=hidden_self),
+        "own standings": lambda: reads.standings(board_id, "p7", {}, caller=hidden_self),
+    }.items():
+        trips, result = counted(call)
+        assert trips == 1, name
+        found = [result] if "rank" in result else result.get("entries") or result["standings"]
+        assert found and all("tier" in e for e in found), name
     client.close()
 
 

@@ -43,6 +43,23 @@ class Rewards(TypedDict):
     tiers: NotRequired[list[RewardTier]]
 
 
+class ScoreTier(TypedDict):
+    """One of a board's score tiers, best first: `score` on a `by: score` board (that score or
+    better), `top_percent` on a `by: percentile` one; the last tier may have neither."""
+
+    name: str
+    score: NotRequired[Score]
+    top_percent: NotRequired[float]
+
+
+class ScoreTiers(TypedDict):
+    """A board's `score_tiers` (docs/API.md, "Score tiers"): every read names each standing's
+    `tier` by them. Not the reward tiers of `rewards`."""
+
+    by: Literal["score", "percentile"]
+    tiers: list[ScoreTier]
+
+
 class Tournament(TypedDict):
     starts_at: str
     ends_at: str
@@ -74,6 +91,7 @@ class BoardSettings(TypedDict, total=False):
     schedule: Schedule | None
     rewards: Rewards | None
     tournament: Tournament | None
+    score_tiers: ScoreTiers | None
 
 
 class Board(TypedDict):
@@ -98,6 +116,7 @@ class Board(TypedDict):
     ended_by_hand: list[str]
     rewards: Rewards | None
     tournament: Tournament | None
+    score_tiers: ScoreTiers | None
     live_channel: str
     created_at: str
     updated_at: str
@@ -183,6 +202,8 @@ class Entry(TypedDict):
     score: Score
     metadata: Metadata | None
     tiebreakers: NotRequired[dict[str, int]]
+    tier: NotRequired[str | None]
+    """On a board with `score_tiers` only: the standing's tier (None: no tier takes it)."""
     hidden: NotRequired[bool]
 
 
@@ -207,6 +228,7 @@ class PlayerStanding(TypedDict):
     total: int
     top_percent: float
     metadata: Metadata | None
+    tier: NotRequired[str | None]
     hidden: NotRequired[bool]
     degraded: NotRequired[bool]
 
@@ -239,6 +261,7 @@ class PeriodStanding(TypedDict):
     score: Score
     total: int
     top_percent: float
+    tier: NotRequired[str | None]
     hidden: NotRequired[bool]
 
 
@@ -255,6 +278,7 @@ class HistoryResult(TypedDict):
     score: Score
     total: int
     top_percent: float
+    tier: NotRequired[str | None]
     hidden: NotRequired[bool]
 
 
@@ -407,6 +431,7 @@ class ChangedEntry(TypedDict):
     previous_rank: int | None
     removed: NotRequired[bool]
     tiebreakers: NotRequired[dict[str, int]]
+    tier: NotRequired[str | None]
 
 
 class BoardMessage(TypedDict):
@@ -433,6 +458,7 @@ class PassedBy(TypedDict):
     score: Score
     metadata: Metadata | None
     friend: bool
+    tier: NotRequired[str | None]
 
 
 class PlayerMessage(TypedDict):
@@ -448,6 +474,7 @@ class PlayerMessage(TypedDict):
     rank: int | None
     previous_rank: int | None
     score: Score | None
+    tier: NotRequired[str | None]
     top_n: int
     events: list[Literal["passed", "friend_passed", "entered_top", "left_top"]]
     passed_by: list[PassedBy]

@@ -22,6 +22,7 @@ from leaderboard.domain.periods import (
     current_period,
 )
 from leaderboard.domain.schedules import Schedule
+from leaderboard.domain.score_tiers import ScoreTiers, Tiering
 from leaderboard.domain.shards import MAX_SHARDS
 from leaderboard.domain.tiebreakers import TieBreaker, parse_columns, script_spec
 from leaderboard.domain.tournaments import Tournament
@@ -94,6 +95,9 @@ class BoardConfig:
     # Groups within tiers, promotion and relegation every season (leaderboard/domain/leagues.py).
     # None: no league.
     league: League | None = None
+    # Named bands of the standings every read names (leaderboard/domain/score_tiers.py); a view
+    # that may change at any time. None: no tiers, and no `tier` on any standing.
+    score_tiers: ScoreTiers | None = None
     created_at: str = ""
     updated_at: str = ""
     version: int = 1
@@ -113,7 +117,14 @@ class BoardConfig:
         data["rewards"] = self.rewards.to_json() if self.rewards is not None else None
         data["tournament"] = self.tournament.to_json() if self.tournament is not None else None
         data["league"] = self.league.to_json() if self.league is not None else None
+        data["score_tiers"] = self.score_tiers.to_json() if self.score_tiers is not None else None
         return data
+
+    def tiering(self) -> Tiering | None:
+        """What a read needs to name each standing's tier (None: the board has no tiers)."""
+        if self.score_tiers is None:
+            return None
+        return Tiering(self.score_tiers, self.sort == "desc")
 
     def calendar(self) -> Calendar | None:
         """Where this board's custom periods start and end (None: it keeps none)."""
@@ -149,6 +160,9 @@ class BoardConfig:
             cfg["teams"] = self.teams
         if self.league is not None:
             cfg["lg"] = {"rules": self.league.script_rules(), "tiers": list(self.league.tiers)}
+        tiering = self.tiering()
+        if tiering is not None:  # the reads hand it back with the standings (the writes skip it)
+            cfg["tiers"] = tiering.to_script()
         if self.tournament is not None:
             # its window as a calendar the write path reads like a schedule's, and the rules
             # the submit script checks
@@ -201,6 +215,7 @@ class BoardConfig:
             rewards=parse_rewards(data["rewards"]) if data.get("rewards") is not None else None,
             tournament=Tournament.parse(data["tournament"]) if data.get("tournament") else None,
             league=League.parse(data["league"]) if data.get("league") else None,
+            score_tiers=ScoreTiers.parse(data["score_tiers"]) if data.get("score_tiers") else None,
             created_at=data.get("created_at", ""),
             updated_at=data.get("updated_at", ""),
             version=int(data.get("version", 1)),
@@ -228,6 +243,7 @@ _FIELDS = (
     "rewards",
     "tournament",
     "league",
+    "score_tiers",
 )
 
 
@@ -370,6 +386,8 @@ def _parse_field(name: str, value: Any, hook_targets: Collection[str]) -> Any:
         return None if value is None else Tournament.parse(value)
     if name == "league":
         return None if value is None else League.parse(value)
+    if name == "score_tiers":
+        return None if value is None else ScoreTiers.parse(value)
     raise AssertionError(name)  # pragma: no cover
 
 
@@ -453,7 +471,14 @@ def parse_board_request(
             field="schedule",
         )
     if board.league is not None:
-        _check_league(board)
+        board.league.check_board(
+            seasons=board.schedule is not None and CUSTOM in board.periods,
+            shards=board.shards,
+            teams=board.teams,
+            max_entries=board.max_entries,
+        )
+    if board.score_tiers is not None:  # a view: may change at any time, with entries too
+        board.score_tiers.check_order(board.sort)
     if existing is not None and has_entries:
         changed = [f for f in IMMUTABLE_WITH_ENTRIES if getattr(existing, f) != getattr(board, f)]
         if changed:
@@ -462,19 +487,3 @@ def parse_board_request(
                 fields=changed,
             )
     return board
-
-
-def _check_league(board: BoardConfig) -> None:
-    """A league plays in seasons, on one node (a group's placement is one script), with every
-    entry kept (a group must not lose a player to max_entries), players only."""
-    if board.schedule is None or CUSTOM not in board.periods:
-        raise Unprocessable(
-            "a league plays in seasons: add `custom` to periods and a schedule", field="league"
-        )
-    for name, value, why in (
-        ("shards", board.shards > 1, "a player's group is placed in one script: use shards 1"),
-        ("teams", board.teams is not None, "leagues rank players, not teams: no teams"),
-        ("max_entries", board.max_entries is not None, "a group keeps every player"),
-    ):
-        if value:
-            raise Unprocessable(f"a league board cannot have {name}: {why}", field="league")

@@ -69,7 +69,14 @@ class BoardMissing(NotFound):
 
 
 class ArchivedPeriod(NotFound):
-    """The period was closed, archived, and its serving keys removed: read the archive."""
+    """The period was closed, archived, and its serving keys removed: read the archive.
+    `tiering`: the board's score tiers as the index found them (a score_tiers.Tiering, or None:
+    typed loosely, as that module raises these errors), for the read of the archive to name its
+    standings' tiers without asking again (never in the body)."""
+
+    def __init__(self, message: str, *, tiering: Any = None, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.tiering = tiering
 
 
 class Conflict(DomainError):

@@ -148,6 +148,25 @@ class League:
             )
         return cls(tuple(tiers), size, inactive=inactive, start_tier=tiers.index(start), **lines)
 
+    def check_board(
+        self, *, seasons: bool, shards: int, teams: str | None, max_entries: int | None
+    ) -> None:
+        """A league plays in seasons (custom periods and a schedule), on one node (a group's
+        placement is one script), ranks players, and keeps every entry (a group must not lose a
+        player to max_entries): Unprocessable otherwise."""
+        if not seasons:
+            raise Unprocessable(
+                "a league plays in seasons: add `custom` to periods and a schedule",
+                field="league",
+            )
+        for name, value, why in (
+            ("shards", shards > 1, "a player's group is placed in one script: use shards 1"),
+            ("teams", teams is not None, "leagues rank players, not teams: no teams"),
+            ("max_entries", max_entries is not None, "a group keeps every player"),
+        ):
+            if value:
+                raise Unprocessable(f"a league board cannot have {name}: {why}", field="league")
+
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {"tiers": list(self.tiers), "group_size": self.group_size}
         for side in ("promote", "relegate"):

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from leaderboard.domain.score_tiers import Tiering, tier_field
+
 NAMESPACE = "leaderboards"
 MAX_SEGMENT = 50
 DEFAULT_LIVE_TOP = 10
@@ -120,6 +122,8 @@ class ChannelUpdate:
     changed: tuple[LiveEntry, ...]
     changed_truncated: bool = False
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    # the board's score tiers: each top and changed entry names its tier among `total`
+    tiering: Tiering | None = None
 
     def name(self, namespace: str = NAMESPACE) -> str:
         return channel_name(self.board_id, self.channel.period_kind, self.channel.region, namespace)
@@ -135,12 +139,15 @@ class ChannelUpdate:
             "version": self.version,
             "previous_version": self.previous_version,
             "total": self.total,
-            "top": [e.to_json() for e in self.top],
-            "changed": [e.to_json() for e in self.changed],
+            "top": [self._entry(e) for e in self.top],
+            "changed": [self._entry(e) for e in self.changed],
             "changed_truncated": self.changed_truncated,
             "truncated": False,
             "published_at": published_at,
         }
+
+    def _entry(self, entry: LiveEntry) -> dict[str, Any]:
+        return entry.to_json() | tier_field(self.tiering, entry.rank, entry.score, self.total)
 
 
 def fit_message(
@@ -210,6 +217,8 @@ class PlayerUpdate:
     events: tuple[str, ...]
     passed_by: tuple[Passer, ...] = ()
     passed_by_truncated: bool = False
+    total: int = 0  # entries of the channel's board, for percentile tiers
+    tiering: Tiering | None = None  # the board's score tiers: the player and passers name theirs
 
     def name(self, namespace: str = PLAYER_NAMESPACE) -> str:
         return player_channel(self.player_id, namespace)
@@ -227,9 +236,13 @@ class PlayerUpdate:
             "rank": self.rank,
             "previous_rank": self.previous_rank,
             "score": self.score,
+            **tier_field(self.tiering, self.rank, self.score, self.total),
             "top_n": self.top_n,
             "events": list(self.events),
-            "passed_by": [p.to_json() for p in self.passed_by],
+            "passed_by": [
+                p.to_json() | tier_field(self.tiering, p.entry.rank, p.entry.score, self.total)
+                for p in self.passed_by
+            ],
             "passed_by_truncated": self.passed_by_truncated,
             "published_at": published_at,
         }

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from leaderboard.domain.score_tiers import Tiering
+
 
 @dataclass(frozen=True, slots=True)
 class Entry:
@@ -35,6 +37,7 @@ class Window:
     start: int
     player_position: int | None
     entries: tuple[Entry, ...]
+    tiering: Tiering | None = None  # the board's score tiers, as the store that read it had them
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +46,7 @@ class Selection:
 
     total: int
     entries: tuple[Entry, ...]
+    tiering: Tiering | None = None  # as in Window
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,3 +61,4 @@ class PeriodStanding:
     total: int
     tiebreakers: dict[str, int] | None = None
     hidden: bool = False  # the hidden reader's own standing (see Entry.hidden)
+    tiering: Tiering | None = None  # the board's score tiers (as in Window)

@@ -24,6 +24,7 @@ from leaderboard.domain.periods import (
     period_status,
     resolve_period,
 )
+from leaderboard.domain.score_tiers import tier_field
 from leaderboard.domain.tournaments import ENDED, OPEN, UPCOMING, Tournament
 from leaderboard.domain.validation import (
     known_params,
@@ -102,6 +103,7 @@ class CatalogReads(ReadBase):
                     "top_percent": top_percent(r.rank, r.total),
                 }
                 | ({"tiebreakers": r.tiebreakers} if r.tiebreakers is not None else {})
+                | tier_field(r.tiering, r.rank, r.score, r.total)
                 | reader.flag(r.hidden)
                 for r in page
             ],

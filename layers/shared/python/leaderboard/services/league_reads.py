@@ -126,7 +126,8 @@ class LeagueReads(ReadBase):
         # the visible players: a hidden reader's own entry is shown to them, not counted
         members = window.total - sum(1 for e in window.entries if e.hidden)
         entries = [
-            reader.entry(e) | {"zone": league.zone(tier, e.rank, members)} for e in window.entries
+            reader.entry(e, window.tiering, members) | {"zone": league.zone(tier, e.rank, members)}
+            for e in window.entries
         ]
         return {
             "board_id": board_id,

@@ -22,7 +22,7 @@ import random
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -36,6 +36,7 @@ from leaderboard.domain.live import (
     fit_message,
 )
 from leaderboard.domain.periods import BOARD_PERIOD_KINDS, CUSTOM, current_period
+from leaderboard.domain.score_tiers import Tiering
 from leaderboard.stores.redis.keys import CATALOG_CHANGED, LIVE_CONTROL_CHANNEL
 from leaderboard.stores.redis.live.channels import BoardChanges, BoardChannels, wake_channels
 from leaderboard.stores.redis.live.index import LiveIndex
@@ -105,6 +106,7 @@ def board_channels(board: dict[str, Any], now: datetime) -> BoardChannels:
         channels,
         int(board.get("live_top") or DEFAULT_LIVE_TOP),
         int(board.get("shards") or 1),
+        Tiering.of(board.get("score_tiers"), board.get("sort") or "desc"),
     )
 
 
@@ -151,8 +153,10 @@ class LivePublisher:
             if isinstance(result, BoardChanges):
                 if result.updates or result.player_updates:
                     changed.add(board.board_id)
-                updates.extend(result.updates)
-                updates.extend(result.player_updates)
+                # every message names each standing's tier by the board's tiers as listed now
+                tiers = board.tiering
+                updates.extend(replace(u, tiering=tiers) for u in result.updates)
+                updates.extend(replace(u, tiering=tiers) for u in result.player_updates)
                 report.player_messages += len(result.player_updates)
                 report.entries_read += result.entries_read
                 report.entries_skipped += result.skipped

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -39,6 +39,7 @@ from leaderboard.domain.periods import (
     resolve_period,
 )
 from leaderboard.domain.read_results import Entry, PeriodStanding, Selection, Window
+from leaderboard.domain.score_tiers import Tiering, tier_field
 from leaderboard.domain.validation import (
     PLAYER_ID_RE,
     require_board_id,
@@ -212,18 +213,19 @@ class ReadBase:
         self,
         from_index: Callable[[RedisIndex], T],
         from_record: Callable[[ReadModel], T],
-        from_archive: Callable[[], T] | None = None,
+        from_archive: Callable[[Tiering | None], T] | None = None,
     ) -> tuple[T, bool]:
-        """(answer, degraded): the index first; the archive for a period whose keys were freed;
-        the system of record while the index cannot answer or lost the board."""
+        """(answer, degraded): the index first; the archive for a period whose keys were freed
+        (given the board's score tiers, as the index found them: the archive keeps none); the
+        system of record while the index cannot answer or lost the board."""
         if self._fallback_factory is not None and time.monotonic() < self._bypass_until:
             return from_record(self._degraded_model()), True
         try:
             return from_index(self.index), False
-        except ArchivedPeriod:
+        except ArchivedPeriod as archived:
             if self._archive_factory is None or from_archive is None:
                 raise
-            return from_archive(), False
+            return from_archive(archived.tiering), False
         except Unavailable:
             if self._fallback_factory is None:
                 raise
@@ -240,16 +242,19 @@ class ReadBase:
         return self._served(
             lambda index: index.window(board_id, period, region, **kwargs),
             lambda record: record.window(board_id, period, region, **kwargs),
-            lambda: self._archived_window(
-                board_id,
-                period.id,
-                region,
-                kwargs["op"],
-                kwargs["size"],
-                kwargs.get("offset_or_rank", 0),
-                kwargs.get("player_id", ""),
-                kwargs.get("viewer", ""),
-                kwargs.get("ranks", ""),
+            lambda tiering: replace(  # cached for good; the tiers, a view, may change
+                self._archived_window(
+                    board_id,
+                    period.id,
+                    region,
+                    kwargs["op"],
+                    kwargs["size"],
+                    kwargs.get("offset_or_rank", 0),
+                    kwargs.get("player_id", ""),
+                    kwargs.get("viewer", ""),
+                    kwargs.get("ranks", ""),
+                ),
+                tiering=tiering,
             ),
         )
 
@@ -415,10 +420,13 @@ class Reader:
         a hidden player is never told."""
         return {"hidden": True} if hidden and self.privileged else {}
 
-    def entry(self, entry: Entry) -> dict[str, Any]:
+    def entry(self, entry: Entry, tiering: Tiering | None, total: int) -> dict[str, Any]:
+        """An entry of a read counting `total` entries: every read's entries are written
+        here, each with its `tier` when the board has score tiers (docs/API.md, "Score tiers")."""
+        tier = tier_field(tiering, entry.rank, entry.score, total)
         if self.ranks == "teams":  # a team: no metadata, no tie-breakers
-            return {"rank": entry.rank, "team_id": entry.player_id, "score": entry.score}
-        return entry.to_json() | self.flag(entry.hidden)
+            return {"rank": entry.rank, "team_id": entry.player_id, "score": entry.score} | tier
+        return entry.to_json() | tier | self.flag(entry.hidden)
 
 
 def _is_period_of(value: str, kind: str) -> bool:

@@ -4,6 +4,7 @@ service: these, with the catalog's reads of catalog_reads.py over read_base.py's
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from leaderboard.domain.auth import Caller
@@ -16,6 +17,7 @@ from leaderboard.domain.periods import (
     current_period,
 )
 from leaderboard.domain.read_results import PeriodStanding
+from leaderboard.domain.score_tiers import tier_field
 from leaderboard.domain.validation import (
     known_params,
     query_int,
@@ -93,7 +95,7 @@ class ReadService(CatalogReads, LeagueReads):
             )
         self._require_data(board_id, period, window.total)
         return self._envelope_of(reader, board_id, period, region, window.total, degraded) | {
-            "entries": [reader.entry(e) for e in window.entries]
+            "entries": [reader.entry(e, window.tiering, window.total) for e in window.entries]
         }
 
     def player(
@@ -116,13 +118,18 @@ class ReadService(CatalogReads, LeagueReads):
         )
         entry = window.entries[0]
         envelope = self._envelope_of(reader, board_id, period, region, window.total, degraded)
+        tier = tier_field(window.tiering, entry.rank, entry.score, window.total)
         if reader.ranks == "teams":
-            return envelope | {
-                "team_id": entry.player_id,
-                "rank": entry.rank,
-                "score": entry.score,
-                "top_percent": top_percent(entry.rank, window.total),
-            }
+            return (
+                envelope
+                | {
+                    "team_id": entry.player_id,
+                    "rank": entry.rank,
+                    "score": entry.score,
+                    "top_percent": top_percent(entry.rank, window.total),
+                }
+                | tier
+            )
         return (
             envelope
             | {
@@ -133,6 +140,7 @@ class ReadService(CatalogReads, LeagueReads):
                 "metadata": entry.metadata,
             }
             | ({"tiebreakers": entry.tiebreakers} if entry.tiebreakers is not None else {})
+            | tier
             | reader.flag(entry.hidden)
         )
 
@@ -158,9 +166,10 @@ class ReadService(CatalogReads, LeagueReads):
         assert window.player_position is not None
         me = window.entries[window.player_position - window.start]
         envelope = self._envelope_of(reader, board_id, period, region, window.total, degraded)
+        tiering, total = window.tiering, window.total
         return envelope | {
-            "team" if reader.ranks == "teams" else "player": reader.entry(me),
-            "entries": [reader.entry(e) for e in window.entries],
+            "team" if reader.ranks == "teams" else "player": reader.entry(me, tiering, total),
+            "entries": [reader.entry(e, tiering, total) for e in window.entries],
         }
 
     def players(
@@ -176,15 +185,18 @@ class ReadService(CatalogReads, LeagueReads):
         chosen, degraded = self._served(
             lambda index: index.players(board_id, period, region, ids, viewer=me, ranks=ranks),
             lambda record: record.players(board_id, period, region, ids, viewer=me, ranks=ranks),
-            lambda: self._archive_model().players(
-                board_id, period, region, ids, viewer=me, ranks=ranks
+            lambda tiering: replace(
+                self._archive_model().players(
+                    board_id, period, region, ids, viewer=me, ranks=ranks
+                ),
+                tiering=tiering,
             ),
         )
         self._require_data(board_id, period, chosen.total)
         found = {entry.player_id for entry in chosen.entries}
         envelope = self._envelope_of(viewer, board_id, period, region, chosen.total, degraded)
         return envelope | {
-            "entries": [viewer.entry(e) for e in chosen.entries],
+            "entries": [viewer.entry(e, chosen.tiering, chosen.total) for e in chosen.entries],
             "missing": [player for player in ids if player not in found],
         }
 
@@ -241,6 +253,7 @@ class ReadService(CatalogReads, LeagueReads):
                     "top_percent": top_percent(s.rank, s.total),
                 }
                 | ({"tiebreakers": s.tiebreakers} if s.tiebreakers is not None else {})
+                | tier_field(s.tiering, s.rank, s.score, s.total)
                 | reader.flag(s.hidden)
                 for s in found
             ],

@@ -10,6 +10,7 @@ from typing import Any
 from leaderboard.domain.errors import NotFound
 from leaderboard.domain.periods import Period
 from leaderboard.domain.read_results import Entry, Selection, Window
+from leaderboard.domain.score_tiers import Tiering
 from leaderboard.domain.self_view import self_window, shifted
 from leaderboard.stores.postgres.database import Database
 from leaderboard.stores.postgres.record_reads import window_start
@@ -35,15 +36,16 @@ class ArchiveReads:
         with self.db.session() as conn:
             rows = conn.execute(
                 "SELECT e.period, e.rank, e.score, (SELECT count(*) FROM archive_teams c"  # noqa: S608
-                "  WHERE c.board_id = e.board_id AND c.period = e.period AND c.region = e.region)"
+                "  WHERE c.board_id = e.board_id AND c.period = e.period AND c.region = e.region),"
+                f" {_TIERS}"
                 " FROM archive_teams e WHERE e.board_id = %(b)s AND e.team_id = %(t)s"
                 f" AND e.kind = %(k)s AND e.region = %(r)s{bound}"
                 " ORDER BY e.period DESC LIMIT %(n)s",
                 params | {"n": limit},
             ).fetchall()
+        tiering = _tiering(rows, 4)
         return [
-            ArchivedResult(period=r[0], rank=int(r[1]), score=_score(r[2]), total=int(r[3]))
-            for r in rows
+            ArchivedResult(r[0], int(r[1]), _score(r[2]), int(r[3]), tiering=tiering) for r in rows
         ]
 
     def ranked_ids(self, board_id: str, period_id: str, region: str) -> list[str]:
@@ -273,6 +275,7 @@ class ArchiveReads:
             else:
                 query = _HISTORY_BEFORE if before is not None else _HISTORY_LATEST
             rows = conn.execute(query, params).fetchall()
+        tiering = _tiering(rows, 6)
         return [
             ArchivedResult(
                 period=r[0],
@@ -281,6 +284,7 @@ class ArchiveReads:
                 total=int(r[3]) + (1 if r[5] else 0),
                 tiebreakers=r[4],
                 hidden=bool(r[5]),
+                tiering=tiering,
             )
             for r in rows
         ]
@@ -296,6 +300,7 @@ class ArchivedResult:
     total: int
     tiebreakers: dict[str, int] | None = None  # boards with tie-breakers only
     hidden: bool = False  # the board hid the player then (shown to the player alone)
+    tiering: Tiering | None = None  # the board's score tiers now (a view: not archived)
 
 
 # Team boards' archives: where a team ranking or a team's members are kept, and what stands
@@ -342,35 +347,50 @@ _CHOSEN = (
 # archived (or resumed after a cut-off run) never shows a partial total.
 # Two statements, not `(before IS NULL OR period < before)`: a generic plan could not use
 # that bound as an index condition and would filter its way down a long history instead.
+# The board's score tiers, [score_tiers, sort], in the same statement as a history page: a
+# view of the ranks, read from the board as it is now (evaluated once, not per row).
+_TIERS = (
+    "(SELECT jsonb_build_array(config->'score_tiers', config->'sort') FROM boards"
+    " WHERE board_id = %(b)s)"
+)
 _HISTORY = (
-    "SELECT e.period, e.rank, e.score, t.entries, e.tiebreakers, false FROM archive_entries e"
+    "SELECT e.period, e.rank, e.score, t.entries, e.tiebreakers, false, {tiers}"
+    " FROM archive_entries e"
     " JOIN archived_totals t"
     "  ON t.board_id = e.board_id AND t.period = e.period AND t.region = e.region"
     " WHERE e.board_id = %(b)s AND e.player_id = %(player)s AND e.kind = %(k)s"
     " AND e.region = %(r)s{bound} ORDER BY e.period DESC LIMIT %(n)s"
 )
-_HISTORY_LATEST = _HISTORY.format(bound="")
-_HISTORY_BEFORE = _HISTORY.format(bound=" AND e.period < %(before)s")
+_HISTORY_LATEST = _HISTORY.format(bound="", tiers=_TIERS)
+_HISTORY_BEFORE = _HISTORY.format(bound=" AND e.period < %(before)s", tiers=_TIERS)
 # A player's own history: the periods in which the board hid them too (a page of each table,
 # merged), with the total they saw (one more: their own entry).
 _OWN_HISTORY = (
     "SELECT * FROM (({public}) UNION ALL ("
-    "SELECT h.period, h.rank, h.score, t.entries, h.tiebreakers, true"
+    "SELECT h.period, h.rank, h.score, t.entries, h.tiebreakers, true, {tiers}"
     " FROM archive_hidden_entries h JOIN archived_totals t"
     "  ON t.board_id = h.board_id AND t.period = h.period AND t.region = h.region"
     " WHERE h.board_id = %(b)s AND h.player_id = %(player)s AND h.kind = %(k)s"
     " AND h.region = %(r)s{bound} ORDER BY h.period DESC LIMIT %(n)s)) o"
     " ORDER BY 1 DESC LIMIT %(n)s"
 )
-_OWN_HISTORY_LATEST = _OWN_HISTORY.format(public=_HISTORY_LATEST, bound="")
+_OWN_HISTORY_LATEST = _OWN_HISTORY.format(public=_HISTORY_LATEST, bound="", tiers=_TIERS)
 _OWN_HISTORY_BEFORE = _OWN_HISTORY.format(
-    public=_HISTORY_BEFORE, bound=" AND h.period < %(before)s"
+    public=_HISTORY_BEFORE, bound=" AND h.period < %(before)s", tiers=_TIERS
 )
 _RANGE = (
     "SELECT rank, player_id, score, metadata, tiebreakers FROM archive_entries"
     " WHERE board_id = %(b)s AND period = %(p)s AND region = %(r)s"
     " AND position >= %(start)s AND position < %(end)s ORDER BY position"
 )
+
+
+def _tiering(rows: list[Any], column: int) -> Tiering | None:
+    """The board's score tiers from a history page's `_TIERS` column (None without rows)."""
+    if not rows or rows[0][column] is None:
+        return None
+    tiers, sort = rows[0][column]
+    return Tiering.of(tiers, sort or "desc")
 
 
 def _score(value: float) -> int | float:

@@ -89,7 +89,7 @@ class PostgresReadModel:
                 params | {"start": start, "end": start + size},
             ).fetchall()
         entries = _entries(rows, board, hidden, plain=bool(ranks))
-        return Window(total=count, start=start, player_position=position, entries=entries)
+        return Window(count, start, position, entries, tiering=board.tiering())
 
     def players(
         self,
@@ -113,7 +113,8 @@ class PostgresReadModel:
                 params | {"ids": player_ids},
             ).fetchall()
         entries = _entries(rows, board, hidden, plain=bool(ranks))
-        return Selection(total=int(total[0]) if total else 0, entries=entries)
+        count = int(total[0]) if total else 0
+        return Selection(total=count, entries=entries, tiering=board.tiering())
 
     def standings(
         self,
@@ -167,6 +168,7 @@ class PostgresReadModel:
                             total=int(total[0]),
                             tiebreakers=_tiebreakers(row[2], board),
                             hidden=hidden,
+                            tiering=board.tiering(),
                         )
                     )
         return found

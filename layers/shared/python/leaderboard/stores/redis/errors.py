@@ -25,6 +25,7 @@ from leaderboard.domain.errors import (
 )
 from leaderboard.domain.hooks import REJECTED, UNAVAILABLE, Screening
 from leaderboard.domain.periods import Period
+from leaderboard.domain.score_tiers import Tiering
 from leaderboard.domain.submissions import Submission
 
 UNREACHABLE = (
@@ -113,8 +114,15 @@ def submit_error(
 
 
 def read_error(
-    board_id: str, period: Period, region: str | None, player_id: str, code: str
+    board_id: str,
+    period: Period,
+    region: str | None,
+    player_id: str,
+    code: str,
+    tiering: Tiering | None = None,
 ) -> Exception:
+    """A read script's refusal as the error it means (`tiering`: the board's score tiers, for
+    the archive's read of an archived period)."""
     if code == "no_board":
         return BoardMissing(f"board {board_id!r} does not exist", board_id=board_id)
     if code == "no_period":
@@ -122,7 +130,7 @@ def read_error(
     if code == "unknown_region":
         return NotFound(f"region {region!r} is not one of the board's regions", region=region)
     if code == "archived":
-        return ArchivedPeriod(f"period {period.id} is archived", period=period.id)
+        return ArchivedPeriod(f"period {period.id} is archived", tiering=tiering, period=period.id)
     if code == "no_player":
         return NotFound(
             f"player {player_id!r} has no entry in {period.id}"

@@ -11,6 +11,7 @@ from leaderboard.domain.boards import script_calendar
 from leaderboard.domain.errors import Unprocessable
 from leaderboard.domain.hooks import HookConfig
 from leaderboard.domain.periods import CUSTOM, Calendar, Period
+from leaderboard.domain.score_tiers import Tiering
 from leaderboard.domain.submissions import Submission
 from leaderboard.domain.tiebreakers import (
     COLUMN_DIGITS,
@@ -47,6 +48,7 @@ class WriteRules:
     tournament: str = ""  # a tournament's rules for the submit script (ARGV 27); '' = none
     league: str = ""  # a league's rules (League.script_rules); '' = none
     league_tiers: tuple[str, ...] = ()  # its tier names, lowest first
+    tiering: Tiering | None = None  # the board's score tiers, named on every standing read
 
     @property
     def keyed(self) -> bool:
@@ -107,6 +109,7 @@ class WriteRules:
             tournament=cfg.get("tour", ""),
             league=cfg["lg"]["rules"] if cfg.get("lg") else "",
             league_tiers=tuple(cfg["lg"]["tiers"]) if cfg.get("lg") else (),
+            tiering=Tiering.from_script(cfg.get("tiers")),
         )
 
     def league_seasons(self, season: Period) -> str:

@@ -65,4 +65,5 @@ def public_board(raw: str) -> dict[str, Any]:
     data.pop("version", None)
     data.setdefault("shards", 1)  # boards published before shards existed
     data.setdefault("validation_hook", None)  # and before validation hooks
+    data.setdefault("score_tiers", None)  # and before score tiers
     return data

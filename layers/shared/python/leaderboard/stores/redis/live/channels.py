@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from leaderboard.domain.live import Channel, ChannelUpdate, PlayerUpdate
+from leaderboard.domain.score_tiers import Tiering
 from leaderboard.stores.redis.keys import BoardKeys, key_spaces
 
 LEASE_KEY = "lb:live:lease"
@@ -30,6 +31,7 @@ class BoardChannels:
     channels: tuple[Channel, ...]
     top: int
     shards: int = 1
+    tiering: Tiering | None = None  # the board's score tiers, named in its messages
 
 
 def wake_channels(board_id: str, shards: int) -> list[str]:

@@ -206,7 +206,9 @@ def _parse(board: BoardChannels, reply: Any) -> BoardChanges:
             :11
         ]
         channel = Channel(kind, period, region or None)
-        players.extend(_player_update(board.board_id, channel, int(version), w) for w in item[11])
+        players.extend(
+            _player_update(board.board_id, channel, int(version), int(total), w) for w in item[11]
+        )
         n_top = len(top) // 3
         n_moved = len(moved) // 4
         tbs = read_tiebreakers(tbs, n_top + n_moved)  # tie-breaker boards only
@@ -249,7 +251,9 @@ def _parse(board: BoardChannels, reply: Any) -> BoardChanges:
     )
 
 
-def _player_update(board_id: str, channel: Channel, version: int, reply: Any) -> PlayerUpdate:
+def _player_update(
+    board_id: str, channel: Channel, version: int, total: int, reply: Any
+) -> PlayerUpdate:
     player, score, rank, told, top_n, events, more, flat = reply
     passers = tuple(
         Passer(_entry(flat[i], flat[i + 1], flat[i + 2], flat[i + 4]), flat[i + 3] == 1)
@@ -267,4 +271,5 @@ def _player_update(board_id: str, channel: Channel, version: int, reply: Any) ->
         events=tuple(events.split(",")),
         passed_by=passers,
         passed_by_truncated=bool(int(more)),
+        total=total,
     )

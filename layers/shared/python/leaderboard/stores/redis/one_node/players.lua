@@ -10,14 +10,16 @@
 --   'many':      4 period kind, 5 period id, 6 region ('' = global), 7 what the set ranks
 --                ('' = players, 'teams' = a team board's teams, 'members:<team>' = one team's
 --                members: plain sets, shared ranks, teams.lua), 8.. distinct player (team) ids
---                -> {'OK', total, n, the hidden reader shown ('' = none), n x (player, score,
+--                -> {'OK', total, n, the hidden reader shown ('' = none), the board's score
+--                    tiers (cfg.tiers, handed back unread; '' = none), n x (player, score,
 --                    rank, position), n metadata ('' = none), on tie-breaker boards n tie keys
 --                    and the board's columns as JSON}
 --   'standings': 4 player, 5 region ('' = every region the player is on), 6.. (kind, period id)
---                -> {'OK', n, the hidden reader shown ('' = none), n x (kind, period id, region,
---                    score, rank, total), on tie-breaker boards n tie keys and the board's
---                    columns as JSON}
--- or {'ERR', code} ('archived': read the archive), or {'SHARDED', cfg text}, or for
+--                -> {'OK', n, the hidden reader shown ('' = none), the score tiers (as for
+--                    'many'), n x (kind, period id, region, score, rank, total), on tie-breaker
+--                    boards n tie keys and the board's columns as JSON}
+-- or {'ERR', code} ('archived': read the archive, then the score tiers too), or
+-- {'SHARDED', cfg text}, or for
 -- 'standings' on a board of custom periods asked without one {'CUSTOM', cfg text}.
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'ERR', 'no_board'} end
@@ -89,9 +91,10 @@ if op == 'many' then
   local total = redis.call('ZCARD', zkey)
   if total == 0 and redis.call('HEXISTS', KEYS[3], period_id) == 1 then
     if HV then HV.unshow() end
-    return {'ERR', 'archived'}
+    return {'ERR', 'archived', cfg.tiers or ''}
   end
-  local out, found, tbs = {'OK', total, 0, HV and HV.shown[zkey] and HV.player or ''}, {}, {}
+  local out = {'OK', total, 0, HV and HV.shown[zkey] and HV.player or '', cfg.tiers or ''}
+  local found, tbs = {}, {}
   if total > 0 then
     for i = 8, #ARGV do
       local pos, score, rank, tb = place(sfx, ARGV[i])
@@ -131,7 +134,7 @@ if op == 'standings' then
   elseif type(cfg.regions) == 'table' then
     for _, r in ipairs(cfg.regions) do regions[#regions + 1] = r end
   end
-  local out, tbs = {'OK', 0, ''}, {}
+  local out, tbs = {'OK', 0, '', cfg.tiers or ''}, {}
   for _, region in ipairs(regions) do
     for i = 6, #ARGV, 2 do
       local kind, period_id = ARGV[i], ARGV[i + 1]

@@ -10,9 +10,11 @@
 --       'teams': a team board's teams, 'members': one team's members, teams.lua: plain sets,
 --       shared ranks, no tie-breakers, and no metadata for teams), 10-11 a league group (below).
 -- Returns {'OK', total, start, player_position (-1 if none), n, the hidden reader shown ('' =
---          none), then n x (player, score, rank), then n metadata JSON strings ('' = none),
+--          none), the board's score tiers (cfg.tiers, text handed back unread; '' = none),
+--          then n x (player, score, rank), then n metadata JSON strings ('' = none),
 --          then on tie-breaker boards n tie keys and the board's columns as JSON} or
---          {'ERR', code} ('archived': read the archive), or {'SHARDED', cfg text}.
+--          {'ERR', code} ('archived': read the archive, then the score tiers too), or
+--          {'SHARDED', cfg text}.
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'ERR', 'no_board'} end
 local cfg = cjson.decode(raw)
@@ -56,7 +58,7 @@ local total = redis.call('ZCARD', key)
 -- A closed period whose keys were purged after archiving is served from the archive.
 if total == 0 and redis.call('HEXISTS', KEYS[5], ARGV[7]) == 1 then
   if HV then HV.unshow() end
-  return {'ERR', 'archived'}
+  return {'ERR', 'archived', cfg.tiers or ''}
 end
 local op, size = ARGV[1], tonumber(ARGV[6])
 local start, ppos = 0, -1
@@ -95,7 +97,8 @@ local rows
 if desc then rows = redis.call('ZREVRANGE', key, start, start + size - 1, 'WITHSCORES')
 else rows = redis.call('ZRANGE', key, start, start + size - 1, 'WITHSCORES') end
 
-local out = {'OK', total, start, ppos, #rows / 2, HV and HV.shown[key] and HV.player or ''}
+local out = {'OK', total, start, ppos, #rows / 2, HV and HV.shown[key] and HV.player or '',
+             cfg.tiers or ''}
 local players = {}
 local prev_score, prev_rank, prev_member = nil, nil, nil
 local tbs = {}

@@ -6,9 +6,11 @@ rules (`Resharded`)."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from leaderboard.domain.periods import Period
 from leaderboard.domain.read_results import Entry, PeriodStanding, Selection, Window
+from leaderboard.domain.score_tiers import Tiering
 from leaderboard.domain.validation import format_score
 from leaderboard.stores.redis.board_reads import Resharded
 from leaderboard.stores.redis.client import RedisLike
@@ -100,13 +102,13 @@ class OneNodeIndex:
         if reply[0] == "ERR" and reply[1] == "not_placed":
             raise NotPlaced(int(reply[2]) if reply[2] else None)
         if reply[0] == "ERR":
-            raise read_error(board_id, period, region, player_id, reply[1])
+            raise _refused(board_id, period, region, player_id, reply)
         group = reply.pop() if len(args) > 9 else ""
         total, start, position, count = (int(x) for x in reply[1:5])
         shown = reply[5]  # the hidden reader whose own entry the window holds ('' = none)
-        rows = reply[6 : 6 + 3 * count]
-        metas = reply[6 + 3 * count : 6 + 4 * count]
-        tbs = read_tiebreakers(reply[6 + 4 * count :], count)
+        rows = reply[7 : 7 + 3 * count]
+        metas = reply[7 + 3 * count : 7 + 4 * count]
+        tbs = read_tiebreakers(reply[7 + 4 * count :], count)
         entries = tuple(
             Entry(
                 rank=int(rows[i * 3 + 2]),
@@ -123,6 +125,7 @@ class OneNodeIndex:
             start=start,
             player_position=None if position < 0 else position,
             entries=entries,
+            tiering=Tiering.from_script(reply[6]),
         )
         return window, group
 
@@ -159,11 +162,11 @@ class OneNodeIndex:
                 raise read_error(board_id, period, region, "", "no_teams")
             raise Resharded(reply[1])
         if reply[0] == "ERR":
-            raise read_error(board_id, period, region, "", reply[1])
+            raise _refused(board_id, period, region, "", reply)
         total, count, shown = int(reply[1]), int(reply[2]), reply[3]
-        rows = reply[4 : 4 + 4 * count]
-        metas = reply[4 + 4 * count : 4 + 5 * count]
-        tbs = read_tiebreakers(reply[4 + 5 * count :], count)
+        rows = reply[5 : 5 + 4 * count]
+        metas = reply[5 + 4 * count : 5 + 5 * count]
+        tbs = read_tiebreakers(reply[5 + 5 * count :], count)
         found = sorted(
             (
                 int(rows[i * 4 + 3]),
@@ -178,7 +181,8 @@ class OneNodeIndex:
             )
             for i in range(count)
         )
-        return Selection(total=total, entries=tuple(entry for _, entry in found))
+        entries = tuple(entry for _, entry in found)
+        return Selection(total=total, entries=entries, tiering=Tiering.from_script(reply[4]))
 
     def standings(
         self,
@@ -204,9 +208,9 @@ class OneNodeIndex:
             raise Resharded(reply[1])
         if reply[0] == "ERR":
             raise read_error(board_id, periods[0], region, player_id, reply[1])
-        count, shown = int(reply[1]), reply[2]
-        rows = reply[3 : 3 + 6 * count]
-        tbs = read_tiebreakers(reply[3 + 6 * count :], count)
+        count, shown, tiering = int(reply[1]), reply[2], Tiering.from_script(reply[3])
+        rows = reply[4 : 4 + 6 * count]
+        tbs = read_tiebreakers(reply[4 + 6 * count :], count)
         return [
             PeriodStanding(
                 kind=rows[i * 6],
@@ -217,6 +221,15 @@ class OneNodeIndex:
                 total=int(rows[i * 6 + 5]),
                 tiebreakers=tbs[i],
                 hidden=shown == player_id,
+                tiering=tiering,
             )
             for i in range(count)
         ]
+
+
+def _refused(
+    board_id: str, period: Period, region: str | None, player_id: str, reply: list[Any]
+) -> Exception:
+    """A script's {'ERR', code}: an archived period's comes with the board's score tiers."""
+    tiering = Tiering.from_script(reply[2]) if len(reply) > 2 else None
+    return read_error(board_id, period, region, player_id, reply[1], tiering)

@@ -96,7 +96,9 @@ class ShardPositions(ShardRounds):
             )
             total = sum(run.total for run in runs)
             if total == 0 and archived:
-                raise ArchivedPeriod(f"period {period.id} is archived", period=period.id)
+                raise ArchivedPeriod(
+                    f"period {period.id} is archived", tiering=rules.tiering, period=period.id
+                )
             reader = self._hidden_reader(viewer, asked[0], sets) if asked else None
             if reader is not None and sets[0] in reader.entries:
                 return self._own_window(

@@ -64,10 +64,15 @@ class ShardedIndex(ShardPositions):
         self._check_scope(board_id, rules, period, region)
         try:
             if op in ("page", "around_rank"):
-                return self._cut(board_id, rules, period, region, op, size, offset_or_rank, viewer)
-            return self._around_player(board_id, rules, period, region, op, size, player_id, viewer)
+                found = self._cut(board_id, rules, period, region, op, size, offset_or_rank, viewer)
+            else:
+                found = self._around_player(
+                    board_id, rules, period, region, op, size, player_id, viewer
+                )
         except Missing as missing:
-            raise read_error(board_id, period, region, player_id, missing.code) from None
+            code = missing.code
+            raise read_error(board_id, period, region, player_id, code, rules.tiering) from None
+        return replace(found, tiering=rules.tiering)
 
     def players(
         self,
@@ -118,11 +123,13 @@ class ShardedIndex(ShardPositions):
                 runs, _, archived, _ = self._runs(board_id, rules, period, region, 0, 0, False)
                 total = sum(run.total for run in runs)
                 if total == 0 and archived:
-                    raise ArchivedPeriod(f"period {period.id} is archived", period=period.id)
-                return Selection(total=total, entries=())
+                    raise ArchivedPeriod(
+                        f"period {period.id} is archived", tiering=rules.tiering, period=period.id
+                    )
+                return Selection(total=total, entries=(), tiering=rules.tiering)
             shards = self._count(board_id, rules, queries)
         except Missing as missing:
-            raise read_error(board_id, period, region, "", missing.code) from None
+            raise read_error(board_id, period, region, "", missing.code, rules.tiering) from None
         total = sum(parts[0][0] for parts in shards)
         key = member_order(rules.desc)
         entries: list[tuple[Any, Entry]] = []
@@ -143,7 +150,7 @@ class ShardedIndex(ShardPositions):
                 entries.append((at, me))
             total += 1
         entries.sort(key=lambda item: item[0])
-        return Selection(total=total, entries=tuple(e for _, e in entries))
+        return Selection(total=total, entries=tuple(e for _, e in entries), tiering=rules.tiering)
 
     def standings(
         self,
@@ -194,6 +201,7 @@ class ShardedIndex(ShardPositions):
                 total=sum(parts[q][0] for parts in shards) + (1 if own else 0),
                 tiebreakers=rules.member_tiebreakers(member),
                 hidden=own,
+                tiering=rules.tiering,
             )
             if sets[i] in theirs and reader is not None:
                 mine = theirs[sets[i]]
