@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from leaderboard.domain.leagues import League
 from leaderboard.domain.score_tiers import Tiering, tier_field
 
 NAMESPACE = "leaderboards"
@@ -219,6 +220,10 @@ class PlayerUpdate:
     passed_by_truncated: bool = False
     total: int = 0  # entries of the channel's board, for percentile tiers
     tiering: Tiering | None = None  # the board's score tiers: the player and passers name theirs
+    # A league board's season channel: the player's group as the scripts name it, their rank
+    # in it ('' hidden) and its visible players; `league` formats it (domain/leagues.py).
+    league_place: tuple[str, ...] | None = None
+    league: League | None = None
 
     def name(self, namespace: str = PLAYER_NAMESPACE) -> str:
         return player_channel(self.player_id, namespace)
@@ -244,5 +249,16 @@ class PlayerUpdate:
                 for p in self.passed_by
             ],
             "passed_by_truncated": self.passed_by_truncated,
+            **self._league_field(),
             "published_at": published_at,
         }
+
+    def _league_field(self) -> dict[str, Any]:
+        if self.league is None or self.league_place is None:
+            return {}
+        group, rank, members = self.league_place
+        place = self.league.standing(
+            self.channel.period_id, group, int(rank) if rank else None, int(members)
+        )
+        place.pop("season")
+        return {"league": place}

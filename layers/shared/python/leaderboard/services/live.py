@@ -27,6 +27,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from leaderboard.domain.boards import BoardConfig
+from leaderboard.domain.leagues import League
 from leaderboard.domain.live import (
     DEFAULT_LIVE_TOP,
     PLAYER_NAMESPACE,
@@ -107,6 +108,7 @@ def board_channels(board: dict[str, Any], now: datetime) -> BoardChannels:
         int(board.get("live_top") or DEFAULT_LIVE_TOP),
         int(board.get("shards") or 1),
         Tiering.of(board.get("score_tiers"), board.get("sort") or "desc"),
+        League.parse(board["league"]) if board.get("league") else None,
     )
 
 
@@ -156,7 +158,9 @@ class LivePublisher:
                 # every message names each standing's tier by the board's tiers as listed now
                 tiers = board.tiering
                 updates.extend(replace(u, tiering=tiers) for u in result.updates)
-                updates.extend(replace(u, tiering=tiers) for u in result.player_updates)
+                updates.extend(
+                    replace(u, tiering=tiers, league=board.league) for u in result.player_updates
+                )
                 report.player_messages += len(result.player_updates)
                 report.entries_read += result.entries_read
                 report.entries_skipped += result.skipped

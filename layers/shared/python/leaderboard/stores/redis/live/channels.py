@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from leaderboard.domain.leagues import League
 from leaderboard.domain.live import Channel, ChannelUpdate, PlayerUpdate
 from leaderboard.domain.score_tiers import Tiering
 from leaderboard.stores.redis.keys import BoardKeys, key_spaces
@@ -32,6 +33,7 @@ class BoardChannels:
     top: int
     shards: int = 1
     tiering: Tiering | None = None  # the board's score tiers, named in its messages
+    league: League | None = None  # a league board's: player messages name the group rank
 
 
 def wake_channels(board_id: str, shards: int) -> list[str]:

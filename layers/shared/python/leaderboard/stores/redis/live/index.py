@@ -254,7 +254,8 @@ def _parse(board: BoardChannels, reply: Any) -> BoardChanges:
 def _player_update(
     board_id: str, channel: Channel, version: int, total: int, reply: Any
 ) -> PlayerUpdate:
-    player, score, rank, told, top_n, events, more, flat = reply
+    player, score, rank, told, top_n, events, more, flat = reply[:8]
+    place = reply[8] if len(reply) > 8 and reply[8] else ""
     passers = tuple(
         Passer(_entry(flat[i], flat[i + 1], flat[i + 2], flat[i + 4]), flat[i + 3] == 1)
         for i in range(0, len(flat), 5)
@@ -272,4 +273,5 @@ def _player_update(
         passed_by=passers,
         passed_by_truncated=bool(int(more)),
         total=total,
+        league_place=tuple(place.split(" ")) if place else None,
     )

@@ -1,4 +1,4 @@
--- uses: tiebreakers, standing, outbox (lua_shared/, prepended in this order when loaded)
+-- uses: tiebreakers, standing, outbox, league (lua_shared/, prepended in this order when loaded)
 -- What changed on a board's live channels since the last call, in one round trip.
 --
 -- The submit script already appends every applied event to the board's outbox stream (kept at
@@ -29,7 +29,8 @@
 -- changed ('' = none), then the board's columns as JSON: tie-breaker boards only, else empty},
 -- {per player message: {player, score ('' = none), rank ('' = none), previous told rank
 -- ('' = none), top N, events ("passed,friend_passed,..."), passers truncated (0/1),
--- {passer, score, rank, friend (0/1), metadata JSON ('' = none), ...}}, ...}}}.
+-- {passer, score, rank, friend (0/1), metadata JSON ('' = none), ...}, league place (see
+-- `watched`)}, ...}}}.
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {'GONE'} end
 local cfg = cjson.decode(raw)
@@ -177,6 +178,17 @@ end
 
 -- The player messages of one channel's watches (see the top of this file).
 local function watched(zkey, mkey, wkeys, players, before_ranks, changes, meta_key)
+  -- On a league board's season channel: the watching player's group ("tier.number"), rank in
+  -- it ('' = hidden) and its visible players, as "group rank players" ('' elsewhere).
+  local season = cfg.lg and string.match(zkey, '}:z:([^:]+)$')
+  local function league_place(player)
+    if not season then return '' end
+    local pfx = string.sub(KEYS[1], 1, #KEYS[1] - 3)
+    local gz = league_group_sets(pfx, season, player)
+    if not gz then return '' end
+    local _, r = standing(how, gz, mkey, player)
+    return string.match(gz, ':([^:]+)$') .. ' ' .. (r or '') .. ' ' .. redis.call('ZCARD', gz)
+  end
   local whash, wrank, wdirty = wkeys[1], wkeys[2], wkeys[3]
   if redis.call('EXISTS', whash) == 0 then return {} end
   local count = 0
@@ -303,7 +315,8 @@ local function watched(zkey, mkey, wkeys, players, before_ranks, changes, meta_k
             flat[#flat + 1] = redis.call('HGET', meta_key, m.pid) or ''
           end
           if #by > 10 then more = 1 end
-          out[#out + 1] = {w, s or '', r or '', told, top_n, table.concat(events, ','), more, flat}
+          out[#out + 1] = {w, s or '', r or '', told, top_n, table.concat(events, ','), more, flat,
+            league_place(w)}
           redis.call('HSET', whash, w, watch_encode(until_ms, top_n, friends, r or '', since))
         end
       end
