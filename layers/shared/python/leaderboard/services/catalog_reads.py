@@ -125,8 +125,9 @@ class CatalogReads(ReadBase):
         counts = {s: n for s, n in sets.items() if ":" not in s}  # global boards
         for kind in rules["periods"]:
             if kind == CUSTOM:
-                if calendar is not None:
+                if calendar is not None:  # and a recurring tournament's next window
                     counts.setdefault(calendar.period_at(now).id, 0)
+                    counts.setdefault(calendar.target_at(now).id, 0)
             else:
                 counts.setdefault(current_period(kind, now).id, 0)
         listed = []
