@@ -25,7 +25,14 @@ from leaderboard.domain.boards import BoardConfig
 from leaderboard.domain.clock import Clock, system_clock
 from leaderboard.domain.errors import BadRequest, NotFound, Unavailable, Unprocessable
 from leaderboard.domain.period_events import PeriodEnded
-from leaderboard.domain.periods import ALL_TIME, CUSTOM, Period, current_period, parse_period_id
+from leaderboard.domain.periods import (
+    ALL_TIME,
+    CUSTOM,
+    Period,
+    Windows,
+    current_period,
+    parse_period_id,
+)
 from leaderboard.domain.read_results import Entry
 from leaderboard.stores.aws.event_bus import PeriodEventSink
 from leaderboard.stores.postgres.archive import ArchiveStore
@@ -140,7 +147,7 @@ class Rollover:
         # kind's a few minutes later, as its schedule ran: the queue's last events land
         # first), and the end of the retention of each archived one whose keys are held.
         next_due: list[datetime | None] = [
-            calendar.period_at(now).ends_at
+            calendar.due_after(now)
             if kind == CUSTOM and calendar is not None
             else _later(current_period(kind, now).ends_at, FIXED_GRACE)
             for kind in board.periods
@@ -166,9 +173,37 @@ class Rollover:
                     self._purge(board, period_id, regions[period_id], now, keep_going, report)
                 elif state and state["archived_at"]:
                     next_due.append(state["archived_at"] + self.retention)
+        if isinstance(calendar, Windows):
+            self._drop_windows(board, calendar, now, set(regions), set(archived), report)
         self.index.rollover_due_at(
             board.board_id, min((d for d in next_due if d is not None), default=None)
         )
+
+    def _drop_windows(
+        self,
+        board: BoardConfig,
+        windows: Windows,
+        now: datetime,
+        played: set[str],
+        archived: set[str],
+        report: RolloverReport,
+    ) -> None:
+        """A recurring tournament's sign-ups and attempts of each window that is over, once it
+        is archived (a window no one played has nothing to archive): none left behind however
+        many windows pass."""
+        board_id = board.board_id
+        for window_id in sorted(self.index.tournament_windows(board_id)):
+            try:
+                window = windows.place(parse_period_id(window_id))
+            except (BadRequest, Unprocessable, NotFound):
+                window = None  # no window of these rules: nothing will ever count on it
+            if window is not None and window.ends_at is not None and now < window.ends_at:
+                continue  # open, or upcoming (signed up for between windows)
+            done = window_id in archived or f"{board_id}/{window_id}" in report.archived
+            if window is not None and window_id in played and not done:
+                continue  # archived by a later run (this one ran out of time or failed)
+            self.index.drop_tournament_window(board_id, window_id)
+            log.info("removed the sign-ups and attempts of %s %s", board_id, window_id)
 
     def _archive(
         self,
