@@ -242,6 +242,10 @@ def test_the_rules_between_a_recurrence_and_its_bounds():
             }
         )
     assert caught.value.details["field"] == "tournament.ends_at"
+    for name, far in (("starts_at", "0001-01-01T00:00:00Z"), ("ends_at", "9999-12-31T23:59:59Z")):
+        with pytest.raises(Unprocessable) as caught:  # what the calendar can look around
+            Tournament.parse({"recurrence": RECURRENCE, name: far})
+        assert caught.value.details["field"] == f"tournament.{name}"
     # bounds no fire falls between: 422 (the board decides, as the start may be its creation)
     with pytest.raises(Unprocessable) as caught:
         _board({"recurrence": RECURRENCE, "ends_at": "2026-06-01T15:00:00Z"})

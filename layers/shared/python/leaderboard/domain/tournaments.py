@@ -28,6 +28,10 @@ MAX_PARTICIPANTS = 10_000_000
 MAX_ATTEMPTS = 1_000_000
 MAX_LENGTH = timedelta(days=366)
 MIN_WINDOW_SECONDS = 60
+# A recurring tournament's series bounds: the calendar looks years ahead and behind them, which
+# must stay inside what a datetime can hold.
+SERIES_FROM = datetime(1970, 1, 1, tzinfo=UTC)
+SERIES_UNTIL = datetime(9000, 1, 1, tzinfo=UTC)
 MAX_WINDOW_SECONDS = int(MAX_LENGTH.total_seconds())
 # The reasons the scripts give for refusing a submission or a join (409, `reason`).
 NOT_STARTED, ENDED, NOT_JOINED, FULL, NO_ATTEMPTS = (
@@ -198,6 +202,14 @@ class Tournament:
         starts, ends = (
             None if text is None else _instant(text, name) for name, text in texts.items()
         )
+        if recurrence is not None:
+            for name, moment in (("starts_at", starts), ("ends_at", ends)):
+                if moment is not None and not SERIES_FROM <= moment < SERIES_UNTIL:
+                    raise Unprocessable(
+                        f"a recurring tournament's tournament.{name} must fall in the years "
+                        f"{SERIES_FROM.year} to {SERIES_UNTIL.year - 1}",
+                        field=f"tournament.{name}",
+                    )
         if starts is not None and ends is not None and ends <= starts:
             raise Unprocessable(
                 "tournament.ends_at must be after starts_at", field="tournament.ends_at"
