@@ -201,7 +201,7 @@ class Rollover:
                 continue  # open, or upcoming (signed up for between windows)
             done = window_id in archived or f"{board_id}/{window_id}" in report.archived
             if window is not None and window_id in played and not done:
-                continue  # archived by a later run (this one ran out of time or failed)
+                continue  # not archived yet (out of time, or its event not sent): later
             self.index.drop_tournament_window(board_id, window_id)
             log.info("removed the sign-ups and attempts of %s %s", board_id, window_id)
 
