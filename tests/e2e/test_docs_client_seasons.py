@@ -727,7 +727,8 @@ def test_tournament_board_object(tournaments: dict[str, Any]) -> None:
         board = t["board"]
         assert (board["periods"], board["schedule"], board["shards"]) == (["custom"], None, 1)
         window = {"starts_at": t["starts_at"], "ends_at": t["ends_at"]}
-        assert board["tournament"] == window | t["rules"], (name, t["settings"], board)
+        one_shot = {"recurrence": None}  # "Recurring tournaments": null on a one-shot one
+        assert board["tournament"] == window | t["rules"] | one_shot, (name, t["settings"], board)
 
 
 def test_tournament_join_cap_and_attempts(env: Env, tournaments: dict[str, Any]) -> None:
@@ -745,7 +746,13 @@ def test_tournament_join_cap_and_attempts(env: Env, tournaments: dict[str, Any])
     refused(env.submit(board_id, "ada", 10), 409, "tournament_rules", reason="not_joined")
     # A player signs up only itself ("As for a submission": read as 403 for another id).
     refused(env.join(board_id, env.player("cy"), "ada"), 403)
-    joined = {"board_id": board_id, "player_id": "ada", "joined": True, "participants": 1}
+    joined = {
+        "board_id": board_id,
+        "player_id": "ada",
+        "period": t["period"],  # the window signed up for: a one-shot tournament's one
+        "joined": True,
+        "participants": 1,
+    }
     assert ok(env.join(board_id, ada)) == joined
     assert ok(env.join(board_id, ada, "ada")) == joined | {"joined": False}
     assert ok(env.join(board_id, env.server, "bob")) == joined | {
@@ -805,7 +812,13 @@ def test_tournament_sign_up_by_submission_and_server_subject(
     the bounds (422), which a participant gets."""
     t = tournaments["open2"]
     board_id = t["board_id"]
-    joined = {"board_id": board_id, "player_id": env.server_sub, "joined": True, "participants": 1}
+    joined = {
+        "board_id": board_id,
+        "player_id": env.server_sub,
+        "period": t["period"],
+        "joined": True,
+        "participants": 1,
+    }
     assert ok(env.join(board_id, env.server)) == joined
     ok(env.submit(board_id, "ada", 50))
     again = joined | {"player_id": "ada", "joined": False, "participants": 2}
@@ -897,6 +910,10 @@ def test_tournament_list_order_and_filter(env: Env, tournaments: dict[str, Any])
                 "starts_at": t["starts_at"],
                 "ends_at": t["ends_at"],
                 **t["rules"],
+                # a one-shot tournament: no recurrence, its series is its one window
+                "recurrence": None,
+                "series_starts_at": t["starts_at"],
+                "series_ends_at": t["ends_at"],
             }
 
     expected = {

@@ -33,6 +33,7 @@ from tests.support.openapi_contract import BASE, _registry, document, resolve
 METHODS = ("get", "put", "post", "delete")
 NO_BODY = object()
 WINDOW = {"starts_at": "2026-12-05T18:00:00Z", "ends_at": "2026-12-07T18:00:00Z"}
+RECURRENCE = {"cron": "0 18 * * *", "timezone": "Europe/Berlin", "duration_seconds": 3600}
 CUSTOM = {"periods": ["custom"]}
 # The board the reads and writes meet: what each 422 of theirs needs (a region, bounds, an
 # increment cap, a hook; no teams, no tie-breakers, no daily periods), and one entry.
@@ -156,6 +157,15 @@ CASES: dict[str, Case] = {
     "board-tournament-max_attempts-0": put_board(
         400, {"tournament": {**WINDOW, "max_attempts": 0}}
     ),
+    "board-recurrence-duration-59": put_board(
+        400, {"tournament": {"recurrence": {**RECURRENCE, "duration_seconds": 59}}}
+    ),
+    "board-recurrence-no-cron": put_board(
+        400, {"tournament": {"recurrence": {"duration_seconds": 3600}}}
+    ),
+    "board-one-shot-without-ends_at": put_board(
+        400, {"tournament": {"starts_at": WINDOW["starts_at"], "recurrence": None}}
+    ),
     "board-hook-malformed-target": put_board(400, {"validation_hook": {"target": "Not A Name"}}),
     "board-hook-timeout-9": put_board(
         400, {"validation_hook": {"target": "no_negative", "timeout_ms": 9}}
@@ -194,6 +204,22 @@ CASES: dict[str, Case] = {
     ),
     "board-tournament-no-such-instant": put_board(
         422, {"tournament": {**WINDOW, "starts_at": "2026-02-30T18:00:00Z"}}
+    ),
+    "board-recurrence-unknown-zone": put_board(
+        422, {"tournament": {"recurrence": {**RECURRENCE, "timezone": "Mars/Olympus"}}}
+    ),
+    "board-recurrence-never-fires": put_board(
+        422, {"tournament": {"recurrence": {**RECURRENCE, "cron": "0 0 30 2 *"}}}
+    ),
+    "board-recurrence-no-window-in-bounds": put_board(
+        422,
+        {
+            "tournament": {
+                "recurrence": RECURRENCE,
+                "starts_at": "2026-12-05T18:30:00Z",
+                "ends_at": "2026-12-06T17:00:00Z",
+            }
+        },
     ),
     "board-cron-never-fires": put_board(422, {**CUSTOM, "schedule": {"cron": "0 0 30 2 *"}}),
     "board-cron-minute-60": put_board(422, {**CUSTOM, "schedule": {"cron": "60 * * * *"}}),

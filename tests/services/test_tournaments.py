@@ -275,6 +275,7 @@ def test_the_rules_of_tournaments(index, database_url, board_id, clock):
         "join_required": False,
         "max_participants": None,
         "max_attempts": None,
+        "recurrence": None,  # a one-shot tournament (recurring tournaments: their own file)
     }
     scores = ScoreService(index, ListSink(), clock)
     other = f"{board_id}-x"

@@ -45,12 +45,23 @@ export interface ScoreTiers {
 /** On a board with `score_tiers` only: a standing's tier (null: no tier takes it). */
 export type Tier = string | null;
 
+/** A recurring tournament's windows: one at each fire of `cron` in `timezone`, each
+ * `duration_seconds` long (or until the next fire). */
+export interface Recurrence {
+  cron: string;
+  timezone?: string;
+  duration_seconds: number;
+}
+
+/** One window (`starts_at`..`ends_at`, both required), or with a `recurrence` a series of
+ * windows whose optional bounds they are (null: from the board's creation, forever). */
 export interface TournamentRules {
-  starts_at: string;
-  ends_at: string;
+  starts_at?: string | null;
+  ends_at?: string | null;
   join_required?: boolean;
   max_participants?: number | null;
   max_attempts?: number | null;
+  recurrence?: Recurrence | null;
 }
 
 /** The body of `PUT /boards/{board_id}`: any of the board's writable fields. */
@@ -319,7 +330,10 @@ export interface HiddenPlayersPage {
 export interface JoinResult {
   board_id: string;
   player_id: string;
+  /** The window signed up for (a recurring tournament's: the one open now, else the next). */
+  period: string;
   joined: boolean;
+  /** Players signed up for that window. */
   participants: number;
 }
 
@@ -333,6 +347,12 @@ export interface TournamentSummary {
   join_required: boolean;
   max_participants: number | null;
   max_attempts: number | null;
+  /** null: a one-shot tournament. */
+  recurrence: Recurrence | null;
+  /** No window starts before it (a recurring tournament without `starts_at`: its creation). */
+  series_starts_at: string;
+  /** No window starts at or after it; null: a recurring tournament that never ends. */
+  series_ends_at: string | null;
   [key: string]: unknown;
 }
 

@@ -197,6 +197,57 @@ def test_one_round_trip_on_a_board_with_every_score_model_option(redis_url, boar
     client.close()
 
 
+def test_one_round_trip_per_submission_and_join_on_a_recurring_tournament(redis_url, board_id):
+    """A recurring tournament's window is placed by the caller from the rules it caches: a
+    submission, a batch and a sign-up are each one round trip, in a window, between windows
+    (a sign-up for the next one, a refused submission) and across a daylight-saving change."""
+    from datetime import UTC, datetime
+
+    from leaderboard.domain.errors import TournamentRefused
+    from tests.support.boards import MovableClock
+
+    client = redis.Redis.from_url(
+        redis_url, decode_responses=True, connection_class=CountingConnection
+    )
+    index = RedisIndex(client)
+    recurrence = {"cron": "0 18 * * *", "timezone": "Europe/Berlin", "duration_seconds": 3600}
+    tournament = {
+        "recurrence": recurrence,
+        "starts_at": "2026-03-01T00:00:00Z",
+        "max_participants": 50,
+        "max_attempts": 5,
+    }
+    publish(index, board_id, tournament=tournament, mode="best")
+    clock = MovableClock(datetime(2026, 3, 28, 17, 10, tzinfo=UTC))  # 18:10 CET, open
+    scores = ScoreService(index, ListSink(), clock)
+    scores.submit(board_id, {"player_id": "warm", "score": 1}, SERVER, None)  # rules, scripts
+    scores.join(board_id, {"player_id": "warm"}, SERVER)
+
+    def submit(player: str) -> object:
+        try:
+            return scores.submit(board_id, {"player_id": player, "score": 5}, SERVER, None)
+        except TournamentRefused as refused:
+            return refused.details["reason"]
+
+    batch = {"submissions": [{"player_id": f"b{i}", "score": i} for i in range(10)]}
+    for at, outcome in [
+        (datetime(2026, 3, 28, 17, 30, tzinfo=UTC), "open"),
+        (datetime(2026, 3, 28, 20, 0, tzinfo=UTC), "between"),
+        (datetime(2026, 3, 29, 16, 30, tzinfo=UTC), "open after the change"),
+    ]:
+        clock.now = at
+        trips, joined = counted(lambda: scores.join(board_id, {"player_id": "ada"}, SERVER))
+        assert trips == 1, outcome
+        # between the windows ada signed up for the next one: then already in
+        assert joined["joined"] == (outcome != "open after the change"), outcome
+        trips, result = counted(lambda: submit("ada"))
+        assert trips == 1, outcome
+        assert (result == "not_started") == (outcome == "between"), outcome
+        trips, _ = counted(lambda: scores.submit_batch(board_id, batch, SERVER))
+        assert trips == 1, outcome
+    client.close()
+
+
 def test_handlers_use_one_round_trip(api, admin_token, server_token, board_id):
     """Through the template routes and the real handlers, counting on their own clients."""
     assert (

@@ -60,12 +60,25 @@ class ScoreTiers(TypedDict):
     tiers: list[ScoreTier]
 
 
+class Recurrence(TypedDict):
+    """A recurring tournament's windows: one at each fire of `cron` in `timezone`, each
+    `duration_seconds` long (or until the next fire)."""
+
+    cron: str
+    timezone: NotRequired[str]
+    duration_seconds: int
+
+
 class Tournament(TypedDict):
-    starts_at: str
-    ends_at: str
+    """One window (`starts_at`..`ends_at`, both required), or with a `recurrence` a series of
+    windows whose optional bounds they are (null: from the board's creation, forever)."""
+
+    starts_at: NotRequired[str | None]
+    ends_at: NotRequired[str | None]
     join_required: NotRequired[bool]
     max_participants: NotRequired[int | None]
     max_attempts: NotRequired[int | None]
+    recurrence: NotRequired[Recurrence | None]
 
 
 class BoardSettings(TypedDict, total=False):
@@ -317,8 +330,9 @@ class PeriodEnded(TypedDict):
 class JoinResult(TypedDict):
     board_id: str
     player_id: str
+    period: str  # the window signed up for (a recurring tournament's: open now, else next)
     joined: bool
-    participants: int
+    participants: int  # in that window
 
 
 class TournamentInfo(TypedDict):
@@ -331,6 +345,9 @@ class TournamentInfo(TypedDict):
     join_required: bool
     max_participants: int | None
     max_attempts: int | None
+    recurrence: Recurrence | None
+    series_starts_at: str
+    series_ends_at: str | None
 
 
 class TournamentList(TypedDict):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from leaderboard.domain.errors import BadRequest, Conflict, Unprocessable
@@ -19,13 +19,14 @@ from leaderboard.domain.periods import (
     KEPT_ENDS,
     WEEKLY,
     Calendar,
+    Windows,
     current_period,
 )
 from leaderboard.domain.schedules import Schedule
 from leaderboard.domain.score_tiers import ScoreTiers, Tiering
 from leaderboard.domain.shards import MAX_SHARDS
 from leaderboard.domain.tiebreakers import TieBreaker, parse_columns, script_spec
-from leaderboard.domain.tournaments import Tournament
+from leaderboard.domain.tournaments import Tournament, tournament_calendar, tournament_script_config
 from leaderboard.domain.validation import (
     REGION_RE,
     known_fields,
@@ -129,7 +130,7 @@ class BoardConfig:
     def calendar(self) -> Calendar | None:
         """Where this board's custom periods start and end (None: it keeps none)."""
         if self.tournament is not None:
-            return tournament_calendar(self.tournament)
+            return tournament_calendar(self.tournament, self.created_at)
         return board_calendar(self.schedule, self.created_at, self.ended_by_hand)
 
     def current_period_id(self, kind: str, now: datetime) -> str:
@@ -164,13 +165,7 @@ class BoardConfig:
         if tiering is not None:  # the reads hand it back with the standings (the writes skip it)
             cfg["tiers"] = tiering.to_script()
         if self.tournament is not None:
-            # its window as a calendar the write path reads like a schedule's, and the rules
-            # the submit script checks
-            cfg["sched"] = {"timezone": "UTC"}
-            cfg["since"] = self.tournament.to_json()["starts_at"]
-            cfg["ends"] = [self.tournament.to_json()["ends_at"]]
-            cfg["final"] = True
-            cfg["tour"] = self.tournament.script_rules()
+            cfg.update(tournament_script_config(self.tournament, self.created_at))
         elif self.schedule is not None:
             # The write path places a submission's custom period with these (the scripts skip
             # them); an end by hand changes the text, so every cached copy goes stale at once.
@@ -267,20 +262,23 @@ def board_calendar(
 
 def script_calendar(cfg: dict[str, Any]) -> Calendar | None:
     """A board's Calendar from the rules the scripts keep (`to_script_config`: sched, since,
-    ends, final), the one reading of them for the write path and the reads alike."""
+    ends, final; a recurring tournament's every, until), the one reading of them for the write
+    path and the reads alike."""
     if not cfg.get("sched"):
         return None
+    if cfg.get("every"):
+        return Windows(
+            Schedule.parse(cfg["sched"]),
+            _instant(cfg["since"]),
+            length=timedelta(seconds=int(cfg["every"])),
+            until=_instant(cfg["until"]) if cfg.get("until") else None,
+        )
     return board_calendar(
         Schedule.parse(cfg["sched"]),
         cfg.get("since", ""),
         cfg.get("ends") or (),
         bool(cfg.get("final")),
     )
-
-
-def tournament_calendar(tournament: Tournament) -> Calendar:
-    """A tournament's one period: its window, current from creation and for good after."""
-    return Calendar(Schedule(None, "UTC"), tournament.starts_at, (tournament.ends_at,), final=True)
 
 
 def _instant(text: str) -> datetime:
@@ -463,6 +461,13 @@ def parse_board_request(
             raise Unprocessable(
                 "a tournament's caps cannot be exact on a sharded board: use shards 1",
                 field="tournament",
+            )
+        windows = board.calendar()
+        if isinstance(windows, Windows) and windows.first_start() is None:
+            raise Unprocessable(
+                "no window of the recurrence starts between the series' start (starts_at, or "
+                "the board's creation) and its ends_at",
+                field="tournament.ends_at",
             )
     elif (CUSTOM in board.periods) != (board.schedule is not None):
         raise Unprocessable(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from functools import lru_cache
 
 from leaderboard.domain.errors import BadRequest, NotFound, Unprocessable
 from leaderboard.domain.schedules import Schedule
@@ -217,6 +218,7 @@ class Calendar:
         return min(candidates) if candidates else None
 
     def period_at(self, at: datetime) -> Period:
+        """The period the reads of `custom` show at `at`."""
         start = self.start_at(at)
         return Period(CUSTOM, custom_period_id(start), start, self.end_after(start))
 
@@ -226,6 +228,15 @@ class Calendar:
         if period.starts_at <= self.start_at(self.since):
             return None
         return self.period_at(period.starts_at - timedelta(microseconds=1))
+
+    def target_at(self, at: datetime) -> Period:
+        """The period a submission or a sign-up at `at` is for (the one the reads show, but
+        on a recurring tournament's: `Windows`)."""
+        return self.period_at(at)
+
+    def due_after(self, now: datetime) -> datetime | None:
+        """When the rollover next has work on these periods: the end of the current one."""
+        return self.period_at(now).ends_at
 
     def place(self, period: Period) -> Period:
         """A custom period id's period on this board; NotFound when no period starts there."""
@@ -240,3 +251,74 @@ class Calendar:
         if period.id == CUSTOM:
             return self.period_at(now)
         return self.place(period)
+
+
+_TICK = timedelta(microseconds=1)
+
+
+@dataclass(frozen=True, slots=True)
+class Windows(Calendar):
+    """A recurring tournament's periods, its windows: each fire F of the schedule at or after
+    `since` and before `until` (None: forever) opens one, [F, min(F + length, next fire)).
+    Between windows nothing is open. The reads of `custom` show the window open at an instant,
+    else the last one that started (its final standings), else the first (upcoming); a
+    submission or a sign-up is for the window open then, else the next one, else the last.
+    A window lasts `length` of absolute time (a daylight-saving change inside it changes no
+    length); when it starts follows the schedule's rules (domain/schedules.py)."""
+
+    length: timedelta = timedelta(hours=1)
+    until: datetime | None = None
+
+    def first_start(self) -> datetime | None:
+        """The first window's start (None: the bounds hold no fire)."""
+        return self._next_start(self.since - _TICK)
+
+    def _next_start(self, after: datetime) -> datetime | None:
+        """The start of the first window that starts strictly after `after`."""
+        try:
+            fire = self.schedule.next_fire(max(after, self.since - _TICK))
+        except ValueError:  # no fire within the schedules' reach
+            return None
+        if fire is None or (self.until is not None and fire >= self.until):
+            return None
+        return fire
+
+    def _last_start(self, at: datetime) -> datetime | None:
+        """The start of the last window that started at or before `at`."""
+        if self.until is not None and at >= self.until:
+            at = self.until - _TICK
+        try:
+            fire = self.schedule.last_fire(at)
+        except ValueError:
+            return None
+        return fire if fire is not None and fire >= self.since else None
+
+    def start_at(self, at: datetime) -> datetime:
+        last = self._last_start(at)
+        if last is not None:
+            return last
+        return self.first_start() or self.since  # no window at all: refused when made
+
+    def end_after(self, start: datetime) -> datetime:
+        fire = self.schedule.next_fire(start)
+        end = start + self.length
+        return end if fire is None else min(end, fire)
+
+    def target_at(self, at: datetime) -> Period:
+        return _target(self, at)
+
+    def due_after(self, now: datetime) -> datetime | None:
+        """The end of the window open now or of the next one; None once the series is over."""
+        end = self.target_at(now).ends_at
+        return end if end is not None and end > now else None
+
+
+@lru_cache(maxsize=1024)
+def _target(windows: Windows, at: datetime) -> Period:
+    """The window open at `at`, else the next, else the last (cached: a batch asks once)."""
+    last = windows._last_start(at)
+    if last is None or at >= windows.end_after(last):
+        nxt = windows._next_start(at)
+        if nxt is not None:
+            return Period(CUSTOM, custom_period_id(nxt), nxt, windows.end_after(nxt))
+    return windows.period_at(at)

@@ -7,7 +7,7 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from leaderboard.domain.auth import Caller
-from leaderboard.domain.boards import script_calendar
+from leaderboard.domain.boards import BoardConfig, script_calendar
 from leaderboard.domain.errors import (
     BadRequest,
     NotFound,
@@ -19,13 +19,12 @@ from leaderboard.domain.periods import (
     CUSTOM,
     WEEKLY,
     current_period,
-    custom_period_id,
     is_period_id_shape,
     period_status,
     resolve_period,
 )
 from leaderboard.domain.score_tiers import tier_field
-from leaderboard.domain.tournaments import ENDED, OPEN, UPCOMING, Tournament
+from leaderboard.domain.tournaments import ENDED, OPEN, UPCOMING, tournament_listing
 from leaderboard.domain.validation import (
     known_params,
     query_int,
@@ -128,8 +127,9 @@ class CatalogReads(ReadBase):
         counts = {s: n for s, n in sets.items() if ":" not in s}  # global boards
         for kind in rules["periods"]:
             if kind == CUSTOM:
-                if calendar is not None:
+                if calendar is not None:  # and a recurring tournament's next window
                     counts.setdefault(calendar.period_at(now).id, 0)
+                    counts.setdefault(calendar.target_at(now).id, 0)
             else:
                 counts.setdefault(current_period(kind, now).id, 0)
         listed = []
@@ -162,6 +162,8 @@ class CatalogReads(ReadBase):
     def tournaments(self, query: Query, *, caller: Caller | None = None) -> dict[str, Any]:
         """Every tournament: open ones first (ending soonest first), then upcoming ones
         (starting soonest first), then ended ones (newest first); `status` keeps one kind.
+        A recurring tournament is shown by its window open now, else its next one, else its
+        last (`Windows.target_at`), with its recurrence and series bounds.
         `caller` is who reads (anonymous: None)."""
         known_params(query, _TOURNAMENTS_PARAMS)
         wanted = query.get("status")
@@ -172,19 +174,12 @@ class CatalogReads(ReadBase):
         for board in self.list_boards()["boards"]:
             if not board.get("tournament"):
                 continue
-            tournament = Tournament.parse(board["tournament"])
-            status = tournament.status(now)
-            if wanted is not None and status != wanted:
+            config = BoardConfig.from_public(board)
+            assert config.tournament is not None
+            listing = tournament_listing(config.tournament, config.created_at, now)
+            if wanted is not None and listing["status"] != wanted:
                 continue
-            listed.append(
-                {
-                    "board_id": board["board_id"],
-                    "title": board.get("title"),
-                    "status": status,
-                    "period": custom_period_id(tournament.starts_at),
-                    **tournament.to_json(),
-                }
-            )
+            listed.append({"board_id": board["board_id"], "title": board.get("title"), **listing})
         rank = {OPEN: 0, UPCOMING: 1, ENDED: 2}
         listed.sort(key=lambda t: t["board_id"])
         listed.sort(

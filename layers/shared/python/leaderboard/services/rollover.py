@@ -29,6 +29,7 @@ from leaderboard.domain.periods import (
     ALL_TIME,
     CUSTOM,
     Period,
+    Windows,
     current_period,
     is_custom_period_id,
     parse_period_id,
@@ -147,7 +148,7 @@ class Rollover:
         # kind's a few minutes later, as its schedule ran: the queue's last events land
         # first), and the end of the retention of each archived one whose keys are held.
         next_due: list[datetime | None] = [
-            calendar.period_at(now).ends_at
+            calendar.due_after(now)
             if kind == CUSTOM and calendar is not None
             else _later(current_period(kind, now).ends_at, FIXED_GRACE)
             for kind in board.periods
@@ -175,6 +176,8 @@ class Rollover:
                     next_due.append(state["archived_at"] + self.retention)
         if not kinds:
             _settle_unplayed_season(self.index, board, now, set(regions), keep_going)
+        if isinstance(calendar, Windows):
+            _drop_windows(self.index, board, calendar, now, set(regions), set(archived), report)
         self.index.rollover_due_at(
             board.board_id, min((d for d in next_due if d is not None), default=None)
         )
@@ -393,3 +396,30 @@ def _settle_unplayed_season(
         return
     if not index.settle_season(board.board_id, last.id, board.league.group_size, keep_going):
         raise OutOfTime
+
+
+def _drop_windows(
+    index: RedisIndex,
+    board: BoardConfig,
+    windows: Windows,
+    now: datetime,
+    played: set[str],
+    archived: set[str],
+    report: RolloverReport,
+) -> None:
+    """A recurring tournament's sign-ups and attempts of each window that is over, once it
+    is archived (a window no one played has nothing to archive): none left behind however
+    many windows pass."""
+    board_id = board.board_id
+    for window_id in sorted(index.tournament_windows(board_id)):
+        try:
+            window = windows.place(parse_period_id(window_id))
+        except (BadRequest, Unprocessable, NotFound):
+            window = None  # no window of these rules: nothing will ever count on it
+        if window is not None and window.ends_at is not None and now < window.ends_at:
+            continue  # open, or upcoming (signed up for between windows)
+        done = window_id in archived or f"{board_id}/{window_id}" in report.archived
+        if window is not None and window_id in played and not done:
+            continue  # not archived yet (out of time, or its event not sent): later
+        index.drop_tournament_window(board_id, window_id)
+        log.info("removed the sign-ups and attempts of %s %s", board_id, window_id)

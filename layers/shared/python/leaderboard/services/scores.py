@@ -123,7 +123,8 @@ class ScoreService:
 
     def join(self, board_id: str, body: dict[str, Any], caller: Caller) -> dict[str, Any]:
         """Sign a player up for a tournament: a player token signs itself up, a server or
-        admin token names `player_id` (as for submissions)."""
+        admin token names `player_id` (as for submissions). `period`: the window joined (a
+        recurring tournament's: the one open now, else the next one)."""
         board_id = require_board_id(board_id)
         if not isinstance(body, dict):
             raise BadRequest("the body must be a JSON object")
@@ -132,10 +133,11 @@ class ScoreService:
         if requested is not None:
             requested = require_player_id(requested)
         player_id = require_player_id(submission_player(caller, requested))
-        joined, participants = self.index.join(board_id, player_id, to_ms(self.clock()))
+        joined, participants, period = self.index.join(board_id, player_id, to_ms(self.clock()))
         return {
             "board_id": board_id,
             "player_id": player_id,
+            "period": period,
             "joined": joined,
             "participants": participants,
         }

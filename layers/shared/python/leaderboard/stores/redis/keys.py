@@ -16,6 +16,10 @@ Layout, every key of a board under the hash tag `{board}` so one script can touc
   lb:{b}:idem:<h>       idempotency record (fingerprint + result), expires
   lb:{b}:rl:<player>    rate-limit token bucket, expires
   lb:{b}:outbox         stream of events not yet confirmed in PostgreSQL (drained by the relay)
+  lb:{b}:joined[:<w>]   a tournament's participants (a recurring tournament's per window w)
+  lb:{b}:attempts[:<w>] a tournament's accepted submissions, player -> count (per window w)
+  lb:{b}:windows        a recurring tournament's windows holding those keys, until the
+                        rollover removes them once the window is over (and archived)
   lb:{b}:wake           shard pub/sub channel (not a key) the outbox's writers wake the live
                         publisher on (lua_shared/wake.lua)
   lb:boards             catalog: board_id -> public board JSON (one key, for GET /boards)
@@ -154,6 +158,20 @@ class BoardKeys:
     @property
     def archived(self) -> str:
         return self.prefix + "archived"
+
+    def joined(self, window_id: str | None = None) -> str:
+        """A tournament's participants: a one-shot tournament's, or one window's of a recurring
+        tournament (lua_shared/tournament.lua)."""
+        return f"{self.prefix}joined:{window_id}" if window_id else self.prefix + "joined"
+
+    def attempts(self, window_id: str | None = None) -> str:
+        """player -> accepted submissions, as `joined`."""
+        return f"{self.prefix}attempts:{window_id}" if window_id else self.prefix + "attempts"
+
+    @property
+    def tournament_windows(self) -> str:
+        """A recurring tournament's windows whose `joined`/`attempts` keys are still held."""
+        return self.prefix + "windows"
 
     def idempotency(self, subject: str, key: str) -> str:
         digest = hashlib.sha256(json.dumps([subject, key]).encode()).hexdigest()[:40]

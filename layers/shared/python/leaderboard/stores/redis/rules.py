@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from leaderboard.domain.boards import script_calendar
 from leaderboard.domain.errors import Unprocessable
 from leaderboard.domain.hooks import HookConfig
-from leaderboard.domain.periods import CUSTOM, Calendar, Period
+from leaderboard.domain.periods import CUSTOM, Calendar, Period, Windows
 from leaderboard.domain.score_tiers import Tiering
 from leaderboard.domain.submissions import Submission
 from leaderboard.domain.tiebreakers import (
@@ -20,6 +20,7 @@ from leaderboard.domain.tiebreakers import (
     parse_spec,
     tie_key,
 )
+from leaderboard.domain.tournaments import window_rules
 
 _OTHER_SORT = {"desc": "asc", "asc": "desc"}
 
@@ -45,10 +46,12 @@ class WriteRules:
     hook: HookConfig | None = None  # the board's validation hook (not the script's concern)
     teams: str | None = None  # the board's team aggregate ("sum", "best"), or no teams
     calendar: Calendar | None = None  # where the board's custom periods fall; None: none kept
-    tournament: str = ""  # a tournament's rules for the submit script (ARGV 27); '' = none
     league: str = ""  # a league's rules (League.script_rules); '' = none
     league_tiers: tuple[str, ...] = ()  # its tier names, lowest first
     tiering: Tiering | None = None  # the board's score tiers, named on every standing read
+    # a tournament's rules as its cfg keeps them ('' = none): a one-shot tournament's are the
+    # scripts' as they are, a recurring one's get each window's bounds (`tournament_at`)
+    tournament: str = ""
 
     @property
     def keyed(self) -> bool:
@@ -128,7 +131,25 @@ class WriteRules:
         if self.calendar is None:
             return periods
         now = datetime.fromtimestamp(now_ms / 1000, UTC)
-        return {**periods, CUSTOM: self.calendar.period_at(now)}
+        return {**periods, CUSTOM: self.calendar.target_at(now)}
+
+    @property
+    def recurring(self) -> bool:
+        """A recurring tournament's rules: each window has its own sign-ups and attempts."""
+        return isinstance(self.calendar, Windows)
+
+    def tournament_at(self, now_ms: int) -> tuple[str, Period | None]:
+        """What the submit and join scripts check at `now_ms` (ARGV 27 of submit.lua, '' = no
+        tournament), and the window it is for (None: no tournament). A recurring tournament's:
+        the window open then, else the next one, else the last (domain/periods.py, `Windows`),
+        its bounds and id added to the cfg's rules; the script proves these rules current, so
+        the window it checks is the one they place."""
+        if not self.tournament or self.calendar is None:
+            return "", None
+        window = self.calendar.target_at(datetime.fromtimestamp(now_ms / 1000, UTC))
+        if self.recurring:
+            return window_rules(self.tournament, window), window
+        return self.tournament, window
 
     def tie_key(self, submission: Submission) -> str:
         """ARGV 22 of submit.lua: the submitted tie-breakers' key ('' when the board has none,

@@ -1,4 +1,4 @@
--- uses: tiebreakers, hidden, wake, standing, league (lua_shared/, prepended in this order when loaded)
+-- uses: tiebreakers, hidden, wake, tournament, standing, league (lua_shared/, prepended in this order when loaded)
 -- Apply one score submission to every period and region set of a board, atomically.
 -- All keys share the board's hash tag, so this runs unchanged on Redis Cluster.
 --
@@ -30,8 +30,11 @@
 --       ('' = none), 25 the board's team aggregate ('sum' | 'best'; '' = no teams),
 --       26 the score key of the submitted score (tie-breaker boards; '' = not sent),
 --       27 a tournament's rules "start_ms end_ms join max_participants max_attempts" ('' =
---       not a tournament), 28 a league's "season previous-season the-one-before rules"
---       (league.lua; '-' for no season; '' = no league)
+--       not a tournament); a recurring tournament's then " window_id": the window the caller
+--       placed the submission in with the rules this script proves current (its sorted sets
+--       are among the KEYS), whose sign-ups and attempts are counted apart from other windows,
+--       28 a league's "season previous-season the-one-before rules" (league.lua; '-' for no
+--       season; '' = no league)
 --       (19-27 are '' where unused).
 -- Returns {'OK', record} | {'REPLAY', record} | {'STALE', cfg text} | {'ERR', code, ...}.
 -- A record is "event_id\tapplied\tversion\tnow_ms\tmode[\tarrival]", then one
@@ -79,22 +82,25 @@ if ARGV[10] ~= '' then return {'ERR', ARGV[10], '', ''} end
 -- so that twelve clients at once can never pass a limit (domain/tournaments.py).
 local tour = ARGV[27] or ''
 local tour_join, tour_attempts -- keys to write once the submission is applied
+local tour_window -- a recurring tournament's window: listed in `windows` with its first player
+local tpfx
 if tour ~= '' then
-  local ts, te, join, maxp, maxa = string.match(tour, '^(%d+) (%d+) ([01]) (%d*) (%d*)$')
-  if tonumber(ARGV[4]) < tonumber(ts) then return {'ERR', 'tournament', 'not_started'} end
-  if tonumber(ARGV[4]) >= tonumber(te) then return {'ERR', 'tournament', 'ended'} end
-  local tpfx = string.sub(KEYS[1], 1, #KEYS[1] - 3)
-  local joined = tpfx .. 'joined'
+  local ts, te, join, maxp, maxa, sfx, window = tournament_window(tour)
+  if tonumber(ARGV[4]) < ts then return {'ERR', 'tournament', 'not_started'} end
+  if tonumber(ARGV[4]) >= te then return {'ERR', 'tournament', 'ended'} end
+  tpfx = string.sub(KEYS[1], 1, #KEYS[1] - 3)
+  local joined = tpfx .. 'joined' .. sfx
   if redis.call('SISMEMBER', joined, ARGV[2]) == 0 then
-    if join == '1' then return {'ERR', 'tournament', 'not_joined'} end
-    if maxp ~= '' and redis.call('SCARD', joined) >= tonumber(maxp) then
+    if join then return {'ERR', 'tournament', 'not_joined'} end
+    if maxp and redis.call('SCARD', joined) >= maxp then
       return {'ERR', 'tournament', 'full'}
     end
     tour_join = joined -- playing is joining, without a sign-up
+    if window ~= '' then tour_window = window end
   end
-  if maxa ~= '' then
-    tour_attempts = tpfx .. 'attempts'
-    if (tonumber(redis.call('HGET', tour_attempts, ARGV[2])) or 0) >= tonumber(maxa) then
+  if maxa then
+    tour_attempts = tpfx .. 'attempts' .. sfx
+    if (tonumber(redis.call('HGET', tour_attempts, ARGV[2])) or 0) >= maxa then
       return {'ERR', 'tournament', 'attempts_exhausted'}
     end
   end
@@ -267,6 +273,7 @@ end
 
 local version = redis.call('INCR', KEYS[4])
 if tour_join then redis.call('SADD', tour_join, player) end
+if tour_window then redis.call('SADD', tpfx .. 'windows', tour_window) end
 if tour_attempts then redis.call('HINCRBY', tour_attempts, player, 1) end
 local tie = ''
 if first then

@@ -100,8 +100,9 @@ def submit_call(
         # ARGV 26: the submitted score's key, so the script need not build it
         args += [""] * (25 - len(args)) + [score_key(float(score))]
     if rules is not None and rules.tournament:
-        # ARGV 27: the tournament's window, sign-up and caps, checked with the write
-        args += [""] * (26 - len(args)) + [rules.tournament]
+        # ARGV 27: the tournament's window, sign-up and caps, checked with the write (a
+        # recurring tournament's: the window `periods_at` placed the submission in)
+        args += [""] * (26 - len(args)) + [rules.tournament_at(now_ms)[0]]
     if rules is not None and rules.league:
         # ARGV 28: the season the player is placed in a group of, and the league's rules
         args += [""] * (27 - len(args)) + [rules.league_seasons(periods[CUSTOM])]
