@@ -421,3 +421,71 @@ def test_league_rules_are_checked(index, database_url, board_id, clock):
     admin.put_board(f"{board_id}-plain", {}, ADMIN)
     with pytest.raises(Conflict):
         reads.league(f"{board_id}-plain", {})
+
+
+@pytest.mark.parametrize(
+    "rules, writes, order, moves",
+    [
+        # ties=first: equal scores rank by arrival, so one is promoted and one relegated
+        (
+            {"ties": "first"},
+            [("a", 10, None), ("b", 10, None), ("c", 10, None)],
+            [("a", 1), ("b", 2), ("c", 3)],
+            {"a": "gold", "b": "silver", "c": "bronze"},
+        ),
+        # shared ties: all three share rank 1, on the better side of both lines
+        (
+            {},
+            [("a", 10, None), ("b", 10, None), ("c", 10, None)],
+            [("c", 1), ("b", 1), ("a", 1)],
+            {"a": "gold", "b": "gold", "c": "gold"},
+        ),
+        # tie-breakers order equal scores (the lower time first)
+        (
+            {"tiebreakers": [{"name": "time", "sort": "asc"}]},
+            [("a", 10, 5), ("b", 10, 3), ("c", 10, 9)],
+            [("b", 1), ("a", 2), ("c", 3)],
+            {"b": "gold", "a": "silver", "c": "bronze"},
+        ),
+        # an asc board: the lowest score leads
+        (
+            {"sort": "asc"},
+            [("a", 30, None), ("b", 10, None), ("c", 20, None)],
+            [("b", 1), ("c", 2), ("a", 3)],
+            {"b": "gold", "c": "silver", "a": "bronze"},
+        ),
+    ],
+    ids=["ties-first", "ties-shared", "tiebreakers", "asc"],
+)
+def test_groups_rank_and_move_as_the_board_ranks(
+    index, database_url, board_id, rules, writes, order, moves
+):
+    clock = MovableClock(MADE)
+    admin = BoardAdminService(Database(database_url), index, clock)
+    league = {"tiers": TIERS, "group_size": 3, "promote": 1, "relegate": 1}
+    admin.put_board(
+        board_id,
+        {
+            "mode": "best",
+            "periods": ["custom"],
+            "schedule": {"cron": "0 0 * * MON", "timezone": "UTC"},
+            "league": {**league, "start_tier": "silver"},
+            **rules,
+        },
+        ADMIN,
+    )
+    scores = ScoreService(index, ListSink(), clock)
+    for player, score, time in writes:
+        body: dict[str, Any] = {"player_id": player, "score": score}
+        if time is not None:
+            body["tiebreakers"] = {"time": time}
+        scores.submit(board_id, body, SERVER, None)
+    group = ReadService(index, clock).league_group(board_id, "silver-1", {})
+    assert [(e["player_id"], e["rank"]) for e in group["entries"]] == order
+    events = EventListSink()
+    clock.now = MADE + WEEK
+    Rollover(Database(database_url), index, clock, sink=events).run(board_ids={board_id})
+    got = {
+        m["player_id"]: m["to_tier"] for e in events.events if e.league for m in e.league["moves"]
+    }
+    assert got == moves
