@@ -178,6 +178,46 @@ def test_the_readme_example_runs(stack: Stack, tmp_path: Path) -> None:
     assert took < 30, f"the example took {took:.1f} s"
 
 
+def test_the_readme_league_example_runs(stack: Stack, tmp_path: Path) -> None:
+    """clients/js/README.md's league read, as written, after the lines of its first example
+    that make `lb`, on a board of its own."""
+    example = readme_block("js", "@leaderboard-service/client")
+    setup = example.split("try {", 1)[0]  # the import and `const lb = ...`
+    code = readme_block("js", "leaguePlayer(")
+    board = f"league-{uuid.uuid4().hex[:8]}"
+    assert '"weekly-league"' in code and "http://127.0.0.1:3000" in setup
+    code = code.replace('"weekly-league"', f'"{board}"')
+    setup = setup.replace("http://127.0.0.1:3000", stack.url)
+    (tmp_path / "league.mjs").write_text(
+        setup
+        + code
+        + "console.log(JSON.stringify(group.entries) === JSON.stringify(mine.entries));\n"
+    )
+    scope = tmp_path / "node_modules" / "@leaderboard-service"
+    scope.mkdir(parents=True)
+    (scope / "client").symlink_to(CLIENT, target_is_directory=True)
+    named = stack.tokens()
+    result = subprocess.run(
+        [str(NODE), "league.mjs"],
+        cwd=tmp_path,
+        env={**os.environ, **{name: named[name] for name in ("SERVER_TOKEN", "ADMIN_TOKEN")}},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.splitlines() == [
+        "bronze bronze-1 1 promotion",
+        "bronze 1 1",
+        "silver 0 0",
+        "gold 0 0",
+        "1 ada 120 promotion",
+        "lines 1 null",
+        "true",
+    ], result.stdout + result.stderr
+
+
 def test_the_readme_install_steps_work_on_a_fresh_copy(tmp_path: Path) -> None:
     """What the README says to run in clients/js, on a copy without node_modules or dist (as a
     fresh clone has it), then the tarball installed in another project and imported."""

@@ -155,6 +155,31 @@ def test_the_readme_example_runs(env: Env) -> None:
     assert printed[2][0] == "subscribed" and printed[2][1]["entries"][0]["player_id"] == "ada"
 
 
+def test_the_readme_league_example_runs(env: Env) -> None:
+    """clients/python/README.md's league read, as written, on a board of its own, with the
+    `api` of the first example (a server token)."""
+    readme = (Path(__file__).parents[2] / "clients" / "python" / "README.md").read_text()
+    blocks = re.findall(r"^```python\n(.*?)^```$", readme, re.M | re.S)
+    code = next(block for block in blocks if "get_league_player" in block)
+    board = f"league-{uuid.uuid4().hex[:8]}"
+    values = {"<ADMIN_TOKEN>": env.admin.token or "", '"weekly-league"': f'"{board}"'}
+    for placeholder in values:
+        assert placeholder in code
+    code = re.sub("|".join(map(re.escape, values)), lambda found: values[found[0]], code)
+    printed: list[tuple[Any, ...]] = []
+    names = {"api": env.server, "print": lambda *args: printed.append(args)}
+    exec(compile(code, "README.md", "exec"), names)
+    assert printed == [
+        ("bronze", "bronze-1", 1, "promotion"),
+        ("bronze", 1, "groups,", 1, "players"),
+        ("silver", 0, "groups,", 0, "players"),
+        ("gold", 0, "groups,", 0, "players"),
+        (1, "ada", 120, "promotion"),
+        ("up to rank", 1, "go up; from rank", None, "down"),  # one player: rank 1
+    ]
+    assert names["group"]["entries"] == names["mine"]["entries"]
+
+
 # Routes ----------------------------------------------------------------------------------
 
 
@@ -305,6 +330,137 @@ def test_custom_periods_and_tournaments(env: Env) -> None:
     assert refused.value.reason == "not_joined" and isinstance(refused.value, Conflict)
     listed = env.public.list_tournaments(status="open")["tournaments"]
     assert cup in [t["board_id"] for t in listed]
+
+
+def test_leagues(env: Env) -> None:
+    """A league board: a submission's place, the tiers with their groups, a player's group
+    with the lines, a group by id, a player in no group; the asyncio client reads the same."""
+    board = "pyc-league"
+    rules = {
+        "tiers": ["bronze", "silver", "gold"],
+        "group_size": 4,
+        "promote": 1,
+        "relegate": 1,
+        "start_tier": "silver",
+    }
+    created = env.admin.put_board(
+        board,
+        {"mode": "best", "periods": ["custom"], "schedule": {"timezone": "UTC"}, "league": rules},
+    )
+    assert created["league"] == {**rules, "inactive": "stay"}
+    # Five players: the first four fill silver-1, the fifth opens silver-2.
+    places = {
+        player: env.server.submit_score(board, score, player_id=player)["league"]
+        for player, score in (("ada", 50), ("bob", 40), ("cy", 30), ("dee", 20), ("eve", 10))
+    }
+    assert [(p["group_id"], p["placed"]) for p in places.values()] == [
+        ("silver-1", True),
+        ("silver-1", True),
+        ("silver-1", True),
+        ("silver-1", True),
+        ("silver-2", True),
+    ]
+    season = places["ada"]["season"]
+    later = env.server.submit_score(board, 45, player_id="dee")["league"]
+    assert (later["group_id"], later["placed"], later["rank"], later["zone"]) == (
+        "silver-1",
+        False,
+        2,
+        "safe",
+    )
+
+    league = env.public.get_league(board)
+    assert league["season"]["period"] == season and league["league"] == created["league"]
+    assert [(t["tier"], t["groups"], t["players"]) for t in league["tiers"]] == [
+        ("bronze", 0, 0),
+        ("silver", 2, 5),
+        ("gold", 0, 0),
+    ]
+    assert env.public.get_league(board, season=season) == league
+
+    mine = env.player("cy").get_league_player(board, "cy")
+    assert (mine["group_id"], mine["tier"], mine["rank"], mine["zone"], mine["players"]) == (
+        "silver-1",
+        "silver",
+        4,
+        "relegation",
+        4,
+    )
+    assert (mine["promotion_line"], mine["relegation_line"]) == (1, 4)
+    assert [(e["rank"], e["player_id"], e["zone"]) for e in mine["entries"]] == [
+        (1, "ada", "promotion"),
+        (2, "dee", "safe"),
+        (3, "bob", "safe"),
+        (4, "cy", "relegation"),
+    ]
+    viewed = env.server.get_league_player(board, "cy", season=season, viewer="cy")
+    assert viewed["entries"] == mine["entries"]
+    group = env.public.get_league_group(board, "silver-1")
+    assert group["entries"] == mine["entries"] and "player_id" not in group
+    assert [e["player_id"] for e in env.public.get_league_group(board, "silver-2")["entries"]] == [
+        "eve"
+    ]
+    with pytest.raises(NotFound):
+        env.public.get_league_group(board, "silver-3")
+    nobody = env.public.get_league_player(board, "nobody")
+    assert (nobody["tier"], nobody["group_id"], nobody["rank"], nobody["entries"]) == (
+        "silver",
+        None,
+        None,
+        [],
+    )
+    env.admin.put_board("pyc-league-plain", {"mode": "best"})
+    with pytest.raises(Conflict):  # a board that is no league
+        env.public.get_league("pyc-league-plain")
+
+    async def read_async() -> tuple[Any, Any, Any]:
+        public = AsyncLeaderboardClient(env.stack.url)
+        return (
+            await public.get_league(board),
+            await public.get_league_player(board, "cy"),
+            await public.get_league_group(board, "silver-1", season=season),
+        )
+
+    tiers, player, by_id = asyncio.run(read_async())
+    assert (tiers, player["entries"], by_id["entries"]) == (
+        league,
+        mine["entries"],
+        group["entries"],
+    )
+
+
+def test_score_tiers(env: Env) -> None:
+    """A board with score tiers: every standing read carries its `tier`; without, none does."""
+    board = "pyc-tiers"
+    tiers = {
+        "by": "score",
+        "tiers": [
+            {"name": "gold", "score": 100},
+            {"name": "silver", "score": 50},
+            {"name": "bronze"},
+        ],
+    }
+    created = env.admin.put_board(board, {"mode": "best", "score_tiers": tiers})
+    assert created["score_tiers"] == tiers and created["league"] is None
+    for player, score in (("ada", 120), ("bob", 50), ("cy", 49.5)):
+        env.server.submit_score(board, score, player_id=player)
+    page = env.public.get_entries(board)
+    assert [(e["player_id"], e.get("tier")) for e in page["entries"]] == [
+        ("ada", "gold"),
+        ("bob", "silver"),
+        ("cy", "bronze"),
+    ]
+    assert env.public.get_player(board, "bob").get("tier") == "silver"
+    around = env.public.get_around(board, "cy", count=2)
+    assert [e.get("tier") for e in around["entries"]] == ["silver", "bronze"]
+    standings = env.public.get_standings(board, "ada")["standings"]
+    assert {s.get("tier") for s in standings} == {"gold"}
+
+    plain = "pyc-tiers-plain"
+    env.admin.put_board(plain, {"mode": "best"})
+    env.server.submit_score(plain, 120, player_id="ada")
+    assert "tier" not in env.public.get_entries(plain)["entries"][0]
+    assert "tier" not in env.public.get_player(plain, "ada")
 
 
 # Errors and retries ----------------------------------------------------------------------

@@ -178,6 +178,14 @@ def test_calls_encode_paths_and_queries() -> None:
     assert not _routes.end_period("b").resend and _routes.submit_scores("b", []).resend
     with pytest.raises(TypeError):
         _routes.get_players("b", "a,b", period=None, region=None, viewer=None, by=None, team=None)
+    league = _routes.get_league("b", season=None)
+    assert league.target() == "/boards/b/league"
+    mine = _routes.get_league_player("b", "a@b", season="2026-11-30T000000Z", viewer="a@b")
+    assert mine.target() == (
+        "/boards/b/league/players/a%40b?season=2026-11-30T000000Z&viewer=a%40b"
+    )
+    group = _routes.get_league_group("b", "gold-3", season=None, viewer=None)
+    assert group.target() == "/boards/b/league/groups/gold-3"
 
 
 @pytest.mark.parametrize(

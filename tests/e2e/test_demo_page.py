@@ -479,6 +479,188 @@ def _tiebreakers_and_rank_movement(page: Any, stack: LocalStack, admin: str, ser
     expect(rows.locator("td.move")).to_have_text(["up 1 place", ""])
 
 
+LEAGUE = "demo-league"
+LADDER = "demo-ladder"
+DEMO_PLAYER = "you"  # the player the league preset seeds and follows
+
+
+def test_the_demo_page_shows_a_league_and_score_tiers(
+    chromium: str, shared_stack: LocalStack, tmp_path: Path
+) -> None:
+    """The league preset seeds its players and follows the demo player: the league panel shows
+    their tier, their group as the API ranks it, each row in its zone, the promotion and
+    relegation lines between the rows the API's lines fall between, and the tiers with their
+    group counts; a group picked by id; a score through the form re-ranks the group. The ladder
+    preset's entries carry their score tier as a badge. A board without either shows neither."""
+    from playwright.sync_api import expect
+
+    stack = shared_stack
+    secret = tokens.local_secret(stack.config.data_dir)
+    admin = tokens.mint(secret, "demo-admin", "leaderboard/admin")
+    server = tokens.mint(secret, "demo-server", "leaderboard/server")
+    started = time.monotonic()
+
+    def get(path: str) -> dict[str, Any]:
+        status, body = _http(stack, "GET", path, None, None)
+        assert status == 200, (path, body)
+        return body
+
+    with _open_page(chromium, stack.url + "/") as (page, watch):
+        panel = page.locator("#league-panel")
+        _open_create_form(page)  # folded away once the shared stack has boards
+        page.fill("#admin-token", admin)
+        page.select_option("#demo-preset", "league")
+        expect(page.locator("#preset-hint")).to_contain_text(LEAGUE)
+        expect(page.locator("#preset-hint")).to_contain_text("A league keeps one shard.")
+        expect(page.locator("#demo-shards")).to_be_disabled()
+        page.click("#create-demo")
+        result = page.locator("#create-result")
+        expect(result).to_have_attribute("data-status", "201")
+        expect(result).to_contain_text("9 of 9 players seeded")
+        expect(page.locator("#board")).to_have_value(LEAGUE)
+        expect(panel).to_be_visible()
+        expect(page.locator("#find-player")).to_have_value(DEMO_PLAYER)
+        board = get(f"/boards/{LEAGUE}")
+        assert board["league"]["start_tier"] == "silver" and board["score_tiers"] is None
+
+        # The tiers, highest first, with the API's counts; the demo player's tier marked.
+        overview = get(f"/boards/{LEAGUE}/league")
+        mine = get(f"/boards/{LEAGUE}/league/players/{DEMO_PLAYER}")
+        tiers = list(reversed(overview["tiers"]))
+        tier_rows = page.locator("#league-tiers tbody tr")
+        expect(tier_rows.locator("td.tier-name")).to_have_text([t["tier"] for t in tiers])
+        expect(tier_rows.locator("td.groups")).to_have_text([str(t["groups"]) for t in tiers])
+        expect(tier_rows.locator("td.players")).to_have_text([str(t["players"]) for t in tiers])
+        expect(page.locator("#league-tiers tbody tr.me td.tier-name")).to_have_text(mine["tier"])
+        expect(page.locator("#league-season")).to_contain_text(overview["season"]["period"])
+
+        # My group: the player's tier, rank and zone; the rows and the lines as the API has them.
+        me = page.locator("#league-me")
+        expect(me.locator("[data-field=tier]")).to_have_text(mine["tier"])
+        expect(me.locator("[data-field=group]")).to_have_text(mine["group_id"])
+        expect(me.locator("[data-field=rank]")).to_have_text(f"{mine['rank']} of {mine['players']}")
+        assert mine["promotion_line"] is not None and mine["relegation_line"] is not None, mine
+        _expect_league_group(page, mine, DEMO_PLAYER)
+        expect(page.locator("#league-group-caption")).to_contain_text(f"with {DEMO_PLAYER}")
+        # The zones are told apart by colour as well as by text.
+        colours = page.evaluate(
+            """() => Object.fromEntries(["promotion", "safe", "relegation"].map((zone) => [zone,
+                 getComputedStyle(document.querySelector(
+                   `#league-group tbody tr[data-zone=${zone}]:not(.me)`)).backgroundColor]))"""
+        )
+        assert len(set(colours.values())) == 3, colours
+
+        # Any group by id, from the picker (a labelled select).
+        expect(page.locator("label[for=league-group-pick]")).to_have_text("Group")
+        picks = page.locator("#league-group-pick option")
+        groups = [f"{t['tier']}-{n}" for t in tiers for n in range(1, t["groups"] + 1)]
+        expect(picks).to_have_text([f"The group with {DEMO_PLAYER}", *groups])
+        other = groups[groups.index(mine["group_id"]) + 1]  # the next one in the list
+        page.focus("#league-group-pick")
+        page.keyboard.press("ArrowDown")  # from the player's group to the next option
+        page.keyboard.press("ArrowDown")
+        expect(page.locator("#league-group-pick")).to_have_value(other)
+        expect(page.locator("#league-group")).to_have_attribute("data-group", other)
+        _expect_league_group(page, get(f"/boards/{LEAGUE}/league/groups/{other}"), DEMO_PLAYER)
+        page.select_option("#league-group-pick", "")
+        expect(page.locator("#league-group")).to_have_attribute("data-group", mine["group_id"])
+
+        # A score through the form: its place in the league, and the group re-ranked.
+        best = max(e["score"] for e in mine["entries"]) + 10
+        page.fill("#token", server)
+        page.fill("#player", DEMO_PLAYER)
+        page.fill("#score", str(best))
+        page.click("#submit")
+        expect(page.locator("#result")).to_have_attribute("data-status", "200")
+        expect(page.locator("#result")).to_contain_text(
+            f"league group {mine['group_id']} ({mine['tier']}), rank 1 of {mine['players']}"
+        )
+        expect(me.locator("[data-field=rank]")).to_have_text(f"1 of {mine['players']}")
+        moved = get(f"/boards/{LEAGUE}/league/players/{DEMO_PLAYER}")
+        assert moved["rank"] == 1 and moved["zone"] == "promotion", moved
+        _expect_league_group(page, moved, DEMO_PLAYER)
+        # A score from elsewhere: the live message makes the page read the league again.
+        rival = next(e["player_id"] for e in moved["entries"] if e["zone"] == "relegation")
+        status, body = _submit(stack, LEAGUE, server, rival, best + 10)
+        assert status == 200 and body["league"]["rank"] == 1, body
+        expect(me.locator("[data-field=rank]")).to_have_text(f"2 of {mine['players']}")
+        _expect_league_group(
+            page, get(f"/boards/{LEAGUE}/league/players/{DEMO_PLAYER}"), DEMO_PLAYER
+        )
+        # The league board has no score tiers: no tier column.
+        expect(page.locator("#entries thead th")).to_have_text(
+            ["Rank", "Move", "Player", "Score", "Name"]
+        )
+        shot = tmp_path / "league.png"
+        panel.screenshot(path=str(shot))
+        page.screenshot(path=str(tmp_path / "league-page.png"), full_page=True)
+
+        # The ladder: score tiers as badges on its entries and the player card.
+        _open_create_form(page)
+        page.select_option("#demo-preset", "ladder")
+        page.click("#create-demo")
+        expect(result).to_have_attribute("data-status", "201")
+        expect(result).to_contain_text("5 of 5 players seeded")
+        expect(page.locator("#board")).to_have_value(LADDER)
+        expect(panel).to_be_hidden()  # no league
+        expect(page.locator("#entries thead th")).to_have_text(
+            ["Rank", "Move", "Player", "Score", "Tier", "Name"]
+        )
+        entries = get(f"/boards/{LADDER}/entries")["entries"]
+        rows = page.locator("#entries tbody tr")
+        expect(rows.locator("td.player")).to_have_text([e["player_id"] for e in entries])
+        expect(rows.locator("td.tier")).to_have_text([e["tier"] or "\u2013" for e in entries])
+        expect(rows.locator("td.tier .tier-badge")).to_have_count(len(entries))
+        page.fill("#find-player", entries[-1]["player_id"])
+        page.click("#find")
+        expect(page.locator("#player-card [data-field=tier]")).to_have_text(entries[-1]["tier"])
+        expect(page.locator("#card-tier")).to_be_visible()
+        assert watch.errors == [], watch.errors
+    assert shot.read_bytes().startswith(PNG_MAGIC)
+    assert time.monotonic() - started < 40
+
+
+def _expect_league_group(page: Any, group: dict[str, Any], player: str) -> None:
+    """The group table shows `group` (an answer of the API) as it is: its players in order with
+    their ranks, scores and zones, `player`'s row marked, and one line row for each of the
+    group's lines, between the last rank promoted and the next, and between the last rank
+    that stays and the first relegated."""
+    from playwright.sync_api import expect
+
+    entries = group["entries"]
+    rows = page.locator("#league-group tbody tr[data-testid=league-row]")
+    expect(rows.locator("td.player")).to_have_text([e["player_id"] for e in entries])
+    expect(rows.locator("td.rank")).to_have_text([str(e["rank"]) for e in entries])
+    expect(rows.locator("td.score")).to_have_text([str(e["score"]) for e in entries])
+    expect(rows.locator("td.zone")).to_have_text([e["zone"] for e in entries])
+    for n, entry in enumerate(entries):
+        expect(rows.nth(n)).to_have_class(re.compile(rf"\bzone-{entry['zone']}\b"))
+    mine = [e["player_id"] for e in entries if e["player_id"] == player]
+    expect(page.locator("#league-group tbody tr.me td.player")).to_have_text(mine)
+
+    # Every row in order: an entry's rank, or the line it is.
+    shown = page.locator("#league-group tbody tr").evaluate_all(
+        "rows => rows.map((r) => r.dataset.line ? r.dataset.line : Number(r.dataset.rank))"
+    )
+    lines = {
+        kind: group[f"{kind}_line"]
+        for kind in ("promotion", "relegation")
+        if group[f"{kind}_line"] is not None
+    }
+    assert sorted(x for x in shown if isinstance(x, str)) == sorted(lines), (shown, group)
+    for kind, line in lines.items():
+        at = shown.index(kind)
+        before = [x for x in shown[:at] if isinstance(x, int)]
+        after = [x for x in shown[at + 1 :] if isinstance(x, int)]
+        if kind == "promotion":  # ranks 1..line go up: the line follows the last of them
+            assert all(r <= line for r in before) and all(r > line for r in after), (kind, shown)
+        else:  # ranks from the line on go down: the line comes before the first of them
+            assert all(r < line for r in before) and all(r >= line for r in after), (kind, shown)
+    expect(page.locator("#league-group tr[data-line]")).to_have_count(len(lines))
+    for kind in lines:
+        expect(page.locator(f"#league-group tr[data-line={kind}]")).to_be_visible()
+
+
 # ---- helpers --------------------------------------------------------------------------------
 
 

@@ -19,6 +19,9 @@ import type {
   HiddenPlayerResult,
   HiddenPlayersPage,
   JoinResult,
+  LeagueGroup,
+  LeaguePlayer,
+  LeagueTiers,
   PeriodKind,
   PeriodList,
   PlayerHistory,
@@ -128,6 +131,15 @@ export interface HistoryQuery {
   before?: string;
   viewer?: string;
   by?: "team";
+}
+
+/** The query of the league reads (docs/API.md, "Leagues"). */
+export interface LeagueQuery {
+  /** A season's id (`2026-11-30T000000Z`); default `custom`, the current season. */
+  season?: string;
+  /** Read as this player (a server's or admin's token), see docs/API.md "Who reads". Not
+   *  taken by `league()`. */
+  viewer?: string;
 }
 
 export interface FlagsQuery {
@@ -434,6 +446,27 @@ export class LeaderboardClient {
   /** `GET /boards/{board_id}/players/{player_id}/history`: final standings of past periods. */
   history(boardId: string, playerId: string, query: HistoryQuery = {}, call?: CallOptions): Promise<PlayerHistory> {
     return this.get<PlayerHistory>(`/boards/${seg(boardId)}/players/${seg(playerId)}/history`, { ...query }, call);
+  }
+
+  // ---- leagues -------------------------------------------------------------------------
+
+  /** `GET /boards/{board_id}/league`: the league's rules and each tier's groups and players
+   *  placed, for the current season (or `season`). */
+  league(boardId: string, query: Pick<LeagueQuery, "season"> = {}, call?: CallOptions): Promise<LeagueTiers> {
+    return this.get<LeagueTiers>(`/boards/${seg(boardId)}/league`, { season: query.season }, call);
+  }
+
+  /** `GET /boards/{board_id}/league/players/{player_id}`: the player's own group, their rank
+   *  and zone in it, and the promotion and relegation lines. */
+  leaguePlayer(boardId: string, playerId: string, query: LeagueQuery = {}, call?: CallOptions): Promise<LeaguePlayer> {
+    const path = `/boards/${seg(boardId)}/league/players/${seg(playerId)}`;
+    return this.get<LeaguePlayer>(path, { season: query.season, viewer: query.viewer }, call);
+  }
+
+  /** `GET /boards/{board_id}/league/groups/{group_id}`: any group of the season by id (`gold-3`). */
+  leagueGroup(boardId: string, groupId: string, query: LeagueQuery = {}, call?: CallOptions): Promise<LeagueGroup> {
+    const path = `/boards/${seg(boardId)}/league/groups/${seg(groupId)}`;
+    return this.get<LeagueGroup>(path, { season: query.season, viewer: query.viewer }, call);
   }
 
   /** `GET /health`: the stores' state. A degraded answer (503) is returned, not thrown. */

@@ -16,6 +16,7 @@ export {
   type EntriesQuery,
   type FlagsQuery,
   type HistoryQuery,
+  type LeagueQuery,
   type ReadQuery,
   type RetryInfo,
   type SubmitOptions,

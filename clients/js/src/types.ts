@@ -45,6 +45,26 @@ export interface ScoreTiers {
 /** On a board with `score_tiers` only: a standing's tier (null: no tier takes it). */
 export type Tier = string | null;
 
+/**
+ * A board's league (docs/API.md, "Leagues"): tiers lowest first, groups of `group_size`, and
+ * how many of each group go up and down a tier when a season ends: `promote` or
+ * `promote_percent`, `relegate` or `relegate_percent` (one of each). The board object shows
+ * every rule (`inactive` and `start_tier` included).
+ */
+export interface League {
+  tiers: string[];
+  group_size: number;
+  promote?: number;
+  promote_percent?: number;
+  relegate?: number;
+  relegate_percent?: number;
+  inactive?: "stay" | "drop";
+  start_tier?: string;
+}
+
+/** Where a rank in a league group lies if the season ended now. */
+export type LeagueZone = "promotion" | "relegation" | "safe";
+
 /** A recurring tournament's windows: one at each fire of `cron` in `timezone`, each
  * `duration_seconds` long (or until the next fire). */
 export interface Recurrence {
@@ -86,6 +106,7 @@ export interface BoardRequest {
   schedule?: Schedule | null;
   rewards?: Rewards | null;
   tournament?: TournamentRules | null;
+  league?: League | null;
   score_tiers?: ScoreTiers | null;
 }
 
@@ -111,6 +132,8 @@ export interface Board {
   ended_by_hand: string[];
   rewards: Rewards | null;
   tournament: TournamentRules | null;
+  /** The board's league; null: not a league. */
+  league: League | null;
   score_tiers: ScoreTiers | null;
   /** The prefix of the board's live channels: `/leaderboards/<board segment>`. */
   live_channel: string;
@@ -242,6 +265,25 @@ export interface Standing {
   [key: string]: unknown;
 }
 
+/** A submission's place in its league group (league boards only: `SubmitResult.league`). */
+export interface LeaguePlace {
+  /** The season's period id. */
+  season: string;
+  tier: string;
+  group_id: string;
+  /** Within the group; null for a hidden player. */
+  rank: number | null;
+  /** Visible players in the group. */
+  players: number;
+  zone: LeagueZone | null;
+  /** The last rank promoted (null: the top tier, or nobody is). */
+  promotion_line: number | null;
+  /** The first rank relegated (null: the lowest tier, or nobody is). */
+  relegation_line: number | null;
+  /** True on the write that placed the player in the group (their first of the season). */
+  placed: boolean;
+}
+
 export interface SubmitResult {
   board_id: string;
   player_id: string;
@@ -249,6 +291,8 @@ export interface SubmitResult {
   applied: boolean;
   version: number;
   standings: Standing[];
+  /** On a league board only: the player's place in their group after this write. */
+  league?: LeaguePlace;
   /** True when the service answered a replay of an earlier submission with the same
    *  idempotency key (header `Idempotent-Replayed: true`). Added by the client. */
   replayed: boolean;
@@ -281,6 +325,16 @@ export interface PeriodInfo {
   ends_at: string | null;
   status: "open" | "closed" | "archived";
   entries?: number;
+}
+
+/** A period's bounds and status (a league's `season`, an end's `ended` and `current`). */
+export interface PeriodBounds {
+  period: string;
+  kind: PeriodKind;
+  starts_at: string | null;
+  /** null: a period of a schedule without cron, until an admin ends it. */
+  ends_at: string | null;
+  status: "open" | "closed";
 }
 
 export interface PeriodList {
@@ -354,6 +408,49 @@ export interface TournamentSummary {
   /** No window starts at or after it; null: a recurring tournament that never ends. */
   series_ends_at: string | null;
   [key: string]: unknown;
+}
+
+/** `GET /boards/{board_id}/league`: the rules and each tier's groups for a season. */
+export interface LeagueTiers {
+  board_id: string;
+  season: PeriodBounds;
+  league: League;
+  /** Lowest first. `players`: placed this season (hidden and removed ones too). */
+  tiers: Array<{ tier: string; groups: number; players: number }>;
+  [key: string]: unknown;
+}
+
+/** An entry of a league group: its rank within the group, and its zone. */
+export interface LeagueEntry extends Entry {
+  rank: number;
+  zone: LeagueZone;
+}
+
+/** `GET /boards/{board_id}/league/groups/{group_id}`: a group's standings and its lines. */
+export interface LeagueGroup {
+  board_id: string;
+  /** The season's period id. */
+  season: string;
+  tier: string;
+  group_id: string | null;
+  /** Visible players in the group (a hidden reader's own entry is shown to them, not counted). */
+  players: number;
+  /** The last rank promoted: ranks 1..promotion_line go up (null: the top tier, or none). */
+  promotion_line: number | null;
+  /** The first rank relegated: ranks from it on go down (null: the lowest tier, or none). */
+  relegation_line: number | null;
+  /** The whole group, best first. */
+  entries: LeagueEntry[];
+  [key: string]: unknown;
+}
+
+/** `GET /boards/{board_id}/league/players/{player_id}`: the player's own group. A player in
+ *  no group this season has `group_id`, `rank` and `zone` null, no entries, and `tier`: the
+ *  tier they would start the season in. */
+export interface LeaguePlayer extends LeagueGroup {
+  player_id: string;
+  rank: number | null;
+  zone: LeagueZone | null;
 }
 
 export interface Health {

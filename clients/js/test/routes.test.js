@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { describe, test } from "node:test";
 
-import { NotFound } from "../dist/leaderboard.js";
+import { Conflict, NotFound } from "../dist/leaderboard.js";
 import { boardId, client, noStack, token, until } from "./helpers.js";
 
 describe("routes", { skip: noStack }, () => {
@@ -158,6 +158,109 @@ describe("routes", { skip: noStack }, () => {
     assert.equal(again.joined, false);
     const open = await client().listTournaments("open");
     assert.ok(open.some((t) => t.board_id === id && t.status === "open"));
+  });
+
+  test("leagues: a submission's league, GET league, league/players/{id}, league/groups/{id}", async () => {
+    const id = boardId();
+    const rules = { tiers: ["bronze", "silver", "gold"], group_size: 4, promote: 1, relegate: 1, start_tier: "silver" };
+    const { board } = await admin().putBoard(id, {
+      mode: "best", periods: ["custom"], schedule: { timezone: "UTC" }, league: rules,
+    });
+    assert.deepEqual(board.league, { ...rules, inactive: "stay" });
+    assert.equal(board.score_tiers, null);
+    // Five players: the first four fill silver-1, the fifth opens silver-2.
+    const scores = { "js-ada": 50, "js-bob": 40, "js-cy": 30, "js-dee": 20, "js-eve": 10 };
+    const places = {};
+    for (const [player, score] of Object.entries(scores)) {
+      places[player] = (await server().submitScore(id, { player_id: player, score })).league;
+    }
+    assert.deepEqual(
+      Object.values(places).map((p) => [p.tier, p.group_id, p.placed]),
+      [["silver", "silver-1", true], ["silver", "silver-1", true], ["silver", "silver-1", true],
+        ["silver", "silver-1", true], ["silver", "silver-2", true]],
+    );
+    const season = places["js-ada"].season;
+    const later = (await server().submitScore(id, { player_id: "js-dee", score: 45 })).league;
+    assert.deepEqual(
+      [later.season, later.group_id, later.placed, later.rank, later.players, later.zone],
+      [season, "silver-1", false, 2, 4, "safe"],
+    );
+
+    const overview = await client().league(id);
+    assert.equal(overview.board_id, id);
+    assert.equal(overview.season.period, season);
+    assert.equal(overview.season.status, "open");
+    assert.deepEqual(overview.league, board.league);
+    assert.deepEqual(overview.tiers, [
+      { tier: "bronze", groups: 0, players: 0 },
+      { tier: "silver", groups: 2, players: 5 },
+      { tier: "gold", groups: 0, players: 0 },
+    ]);
+    assert.deepEqual(await client().league(id, { season }), overview);
+
+    // My group: the whole group best first, my rank and zone, the lines.
+    const mine = await client({ token: token("js-cy") }).leaguePlayer(id, "js-cy");
+    assert.deepEqual(
+      [mine.player_id, mine.tier, mine.group_id, mine.rank, mine.zone, mine.players],
+      ["js-cy", "silver", "silver-1", 4, "relegation", 4],
+    );
+    assert.deepEqual([mine.promotion_line, mine.relegation_line], [1, 4]);
+    assert.deepEqual(
+      mine.entries.map((e) => [e.rank, e.player_id, e.score, e.zone]),
+      [[1, "js-ada", 50, "promotion"], [2, "js-dee", 45, "safe"], [3, "js-bob", 40, "safe"],
+        [4, "js-cy", 30, "relegation"]],
+    );
+    // The same read as a game server reading for the player, and for a season by id.
+    const viewed = await server().leaguePlayer(id, "js-cy", { viewer: "js-cy", season });
+    assert.deepEqual(viewed.entries, mine.entries);
+
+    // A group by id: the same body without the player's own fields.
+    const group = await client().leagueGroup(id, "silver-1");
+    assert.deepEqual(group.entries, mine.entries);
+    assert.equal(group.player_id, undefined);
+    const second = await client().leagueGroup(id, "silver-2", { season });
+    assert.deepEqual(second.entries.map((e) => e.player_id), ["js-eve"]);
+    await assert.rejects(client().leagueGroup(id, "silver-3"), NotFound);
+
+    // A player in no group yet: the tier they would start in, no group.
+    const nobody = await client().leaguePlayer(id, "js-nobody");
+    assert.deepEqual(
+      [nobody.tier, nobody.group_id, nobody.rank, nobody.zone, nobody.entries],
+      ["silver", null, null, null, []],
+    );
+    // A board that is no league: 409.
+    const plain = boardId();
+    await admin().putBoard(plain, { mode: "best" });
+    await assert.rejects(client().league(plain), Conflict);
+  });
+
+  test("score tiers: the board's score_tiers, and tier on every standing read", async () => {
+    const id = boardId();
+    const tiers = { by: "score", tiers: [{ name: "gold", score: 100 }, { name: "silver", score: 50 }, { name: "bronze" }] };
+    const { board } = await admin().putBoard(id, { mode: "best", periods: ["all-time", "weekly"], score_tiers: tiers });
+    assert.deepEqual(board.score_tiers, tiers);
+    assert.equal(board.league, null);
+    for (const [player, score] of [["js-ada", 120], ["js-bob", 50], ["js-cy", 49.5]]) {
+      await server().submitScore(id, { player_id: player, score });
+    }
+    const page = await client().entries(id);
+    assert.deepEqual(page.entries.map((e) => [e.player_id, e.tier]),
+      [["js-ada", "gold"], ["js-bob", "silver"], ["js-cy", "bronze"]]);
+    assert.equal((await client().player(id, "js-bob")).tier, "silver");
+    const around = await client().around(id, "js-cy", { count: 2 });
+    assert.deepEqual([around.player.tier, ...around.entries.map((e) => e.tier)], ["bronze", "silver", "bronze"]);
+    const chosen = await client().players(id, ["js-cy", "js-ada"]);
+    assert.deepEqual(chosen.entries.map((e) => e.tier), ["gold", "bronze"]);
+    const standings = await client().standings(id, "js-ada");
+    assert.deepEqual(standings.standings.map((s) => s.tier), ["gold", "gold"]);
+
+    // A board without score tiers has no tier anywhere.
+    const plain = boardId();
+    await admin().putBoard(plain, { mode: "best" });
+    await server().submitScore(plain, { player_id: "js-ada", score: 120 });
+    const untiered = await client().entries(plain);
+    assert.equal("tier" in untiered.entries[0], false);
+    assert.equal("tier" in (await client().player(plain, "js-ada")), false);
   });
 
   test("POST /boards/{id}/periods/end", async () => {

@@ -20,6 +20,9 @@ from .types import (
     HiddenPlayerResult,
     HiddenPlayersPage,
     JoinResult,
+    LeagueGroup,
+    LeaguePlayer,
+    LeagueTiers,
     Metadata,
     PeriodEnded,
     PeriodList,
@@ -266,6 +269,30 @@ def join(board_id: str, *, player_id: str | None) -> Call[JoinResult]:
 
 def list_tournaments(*, status: str | None) -> Call[TournamentList]:
     return Call("GET", "/tournaments", query(status=status))
+
+
+def get_league(board_id: str, *, season: str | None) -> Call[LeagueTiers]:
+    return Call("GET", f"{_board(board_id)}/league", query(season=season))
+
+
+def get_league_player(
+    board_id: str, player_id: str, *, season: str | None, viewer: str | None
+) -> Call[LeaguePlayer]:
+    return Call(
+        "GET",
+        f"{_board(board_id)}/league/players/{segment(player_id)}",
+        query(season=season, viewer=viewer),
+    )
+
+
+def get_league_group(
+    board_id: str, group_id: str, *, season: str | None, viewer: str | None
+) -> Call[LeagueGroup]:
+    return Call(
+        "GET",
+        f"{_board(board_id)}/league/groups/{segment(group_id)}",
+        query(season=season, viewer=viewer),
+    )
 
 
 def watch_player(

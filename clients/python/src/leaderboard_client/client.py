@@ -44,6 +44,9 @@ from .types import (
     HiddenPlayerResult,
     HiddenPlayersPage,
     JoinResult,
+    LeagueGroup,
+    LeaguePlayer,
+    LeagueTiers,
     Metadata,
     PeriodEnded,
     PeriodKind,
@@ -357,6 +360,39 @@ class LeaderboardClient(ClientBase):
     def health(self) -> Health:
         """`GET /health`; a degraded service answers too (`status: "degraded"`), not raises."""
         return self._run(_routes.health())
+
+    # Leagues -----------------------------------------------------------------------------
+
+    def get_league(self, board_id: str, *, season: str | None = None) -> LeagueTiers:
+        """`GET /boards/{board_id}/league`: the rules and each tier's groups and players
+        placed, this season (or `season`, a season's id)."""
+        return self._run(_routes.get_league(board_id, season=season))
+
+    def get_league_player(
+        self,
+        board_id: str,
+        player_id: str,
+        *,
+        season: str | None = None,
+        viewer: str | None = None,
+    ) -> LeaguePlayer:
+        """`GET /boards/{board_id}/league/players/{player_id}`: the player's own group, their
+        rank and zone in it, and the promotion and relegation lines."""
+        return self._run(
+            _routes.get_league_player(board_id, player_id, season=season, viewer=viewer)
+        )
+
+    def get_league_group(
+        self,
+        board_id: str,
+        group_id: str,
+        *,
+        season: str | None = None,
+        viewer: str | None = None,
+    ) -> LeagueGroup:
+        """`GET /boards/{board_id}/league/groups/{group_id}`: any group of the season by
+        its id (`gold-3`)."""
+        return self._run(_routes.get_league_group(board_id, group_id, season=season, viewer=viewer))
 
     # Players -----------------------------------------------------------------------------
 

@@ -60,6 +60,25 @@ class ScoreTiers(TypedDict):
     tiers: list[ScoreTier]
 
 
+class League(TypedDict):
+    """A board's league (docs/API.md, "Leagues"): tiers lowest first, groups of `group_size`,
+    and how many of each group go up and down a tier when a season ends (`promote` or
+    `promote_percent`, `relegate` or `relegate_percent`: one of each)."""
+
+    tiers: list[str]
+    group_size: int
+    promote: NotRequired[int]
+    promote_percent: NotRequired[float]
+    relegate: NotRequired[int]
+    relegate_percent: NotRequired[float]
+    inactive: NotRequired[Literal["stay", "drop"]]
+    start_tier: NotRequired[str]
+
+
+LeagueZone = Literal["promotion", "relegation", "safe"]
+"""Where a rank in a league group lies if the season ended now."""
+
+
 class Recurrence(TypedDict):
     """A recurring tournament's windows: one at each fire of `cron` in `timezone`, each
     `duration_seconds` long (or until the next fire)."""
@@ -104,6 +123,7 @@ class BoardSettings(TypedDict, total=False):
     schedule: Schedule | None
     rewards: Rewards | None
     tournament: Tournament | None
+    league: League | None
     score_tiers: ScoreTiers | None
 
 
@@ -129,6 +149,8 @@ class Board(TypedDict):
     ended_by_hand: list[str]
     rewards: Rewards | None
     tournament: Tournament | None
+    league: League | None
+    """The board's league; None: not a league."""
     score_tiers: ScoreTiers | None
     live_channel: str
     created_at: str
@@ -151,6 +173,24 @@ class Standing(TypedDict):
     previous_rank: int | None
 
 
+class LeaguePlace(TypedDict):
+    """A submission's place in its league group (league boards only)."""
+
+    season: str
+    tier: str
+    group_id: str
+    rank: int | None
+    """Within the group; None for a hidden player."""
+    players: int
+    zone: LeagueZone | None
+    promotion_line: int | None
+    """The last rank promoted (None: the top tier, or nobody is)."""
+    relegation_line: int | None
+    """The first rank relegated (None: the lowest tier, or nobody is)."""
+    placed: bool
+    """True on the write that placed the player (their first accepted write of the season)."""
+
+
 class ScoreResult(TypedDict):
     """What the service answers for a submission (alone, or as a batch item's `result`)."""
 
@@ -160,6 +200,8 @@ class ScoreResult(TypedDict):
     applied: bool
     version: int
     standings: list[Standing]
+    league: NotRequired[LeaguePlace]
+    """On a league board only: the player's place in their group after this write."""
 
 
 class SubmitResult(ScoreResult):
@@ -316,6 +358,16 @@ class PeriodInfo(TypedDict):
     entries: NotRequired[int]
 
 
+class PeriodBounds(TypedDict):
+    """A period's bounds and status (a league's `season`)."""
+
+    period: str
+    kind: PeriodKind
+    starts_at: str | None
+    ends_at: str | None
+    status: Literal["open", "closed"]
+
+
 class PeriodList(TypedDict):
     board_id: str
     periods: list[PeriodInfo]
@@ -352,6 +404,58 @@ class TournamentInfo(TypedDict):
 
 class TournamentList(TypedDict):
     tournaments: list[TournamentInfo]
+
+
+# Leagues ---------------------------------------------------------------------------------
+
+
+class LeagueTierCount(TypedDict):
+    tier: str
+    groups: int
+    players: int
+    """Placed this season (hidden and removed players too: a place once taken stays taken)."""
+
+
+class LeagueTiers(TypedDict):
+    """`GET /boards/{board_id}/league`: the rules and each tier's groups (lowest first)."""
+
+    board_id: str
+    season: PeriodBounds
+    league: League
+    tiers: list[LeagueTierCount]
+
+
+class LeagueEntry(Entry):
+    """An entry of a league group: its rank within the group, and its zone."""
+
+    zone: LeagueZone
+
+
+class LeagueGroup(TypedDict):
+    """`GET /boards/{board_id}/league/groups/{group_id}`: a group's standings and its lines."""
+
+    board_id: str
+    season: str
+    tier: str
+    group_id: str | None
+    players: int
+    """Visible players (a hidden reader's own entry is shown to them, not counted)."""
+    promotion_line: int | None
+    """The last rank promoted: ranks 1..promotion_line go up (None: the top tier, or none)."""
+    relegation_line: int | None
+    """The first rank relegated: ranks from it on go down (None: the lowest tier, or none)."""
+    entries: list[LeagueEntry]
+    """The whole group, best first."""
+
+
+class LeaguePlayer(LeagueGroup):
+    """`GET /boards/{board_id}/league/players/{player_id}`: the player's own group. A player in
+    no group this season has `group_id`, `rank` and `zone` None, no entries, and `tier`: the
+    tier they would start the season in."""
+
+    player_id: str
+    rank: int | None
+    zone: LeagueZone | None
 
 
 # Admin -----------------------------------------------------------------------------------
