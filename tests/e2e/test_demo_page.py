@@ -1067,3 +1067,43 @@ def test_the_demo_page_ends_a_season_and_shows_its_event(
         expect(event).to_contain_text("champion: bo · top-half: bo, cy")
         expect(rows).to_have_count(0, timeout=6_000)  # the new season starts empty
         assert watch.errors == [], watch.errors
+
+
+def test_the_demo_page_shows_a_recurring_tournaments_window(
+    chromium: str, shared_stack: LocalStack
+) -> None:
+    """The cup preset makes a recurring tournament: the tournament panel shows the window
+    GET /tournaments shows (open now, or the next) and the recurrence; other boards hide it."""
+    from playwright.sync_api import expect
+
+    stack = shared_stack
+    secret = tokens.local_secret(stack.config.data_dir)
+    admin = tokens.mint(secret, "demo-admin", "leaderboard/admin")
+    with _open_page(chromium, stack.url + "/") as (page, _):
+        _open_create_form(page)
+        page.fill("#admin-token", admin)
+        page.select_option("#demo-preset", "cup")
+        expect(page.locator("#preset-hint")).to_contain_text("A tournament keeps one shard.")
+        page.click("#create-demo")
+        expect(page.locator("#create-result")).to_have_attribute("data-status", "201")
+        expect(page.locator("#board")).to_have_value("demo-cup")
+        panel = page.locator("#tournament-panel")
+        expect(panel).to_be_visible()
+        status, body = _http(stack, "GET", "/tournaments", None, None)
+        assert status == 200, body
+        (cup,) = [t for t in body["tournaments"] if t["board_id"] == "demo-cup"]
+        assert cup["recurrence"]["cron"] == "*/10 * * * *"
+        shown = page.locator("#tournament-window")
+        # the window may turn over between the two reads: the page's is this one or the next
+        expect(shown).to_have_attribute("data-status", re.compile("open|upcoming"))
+        period = shown.get_attribute("data-period") or ""
+        assert period >= cup["period"], (period, cup)
+        expect(page.locator("#tournament-rules")).to_contain_text("*/10 * * * *")
+        expect(page.locator("#tournament-rules")).to_contain_text("5 minutes each")
+        # a board that is no tournament hides the panel
+        others = page.locator("#board option").evaluate_all(
+            "options => options.map(o => o.value).filter(v => v && v !== 'demo-cup')"
+        )
+        if others:
+            page.select_option("#board", others[0])
+            expect(panel).to_be_hidden()
