@@ -186,11 +186,15 @@ def _check_reads(reads: ReadService, board_id: str, model: Model, season: str) -
         assert [(e["player_id"], e["score"], e["rank"], e["zone"]) for e in got["entries"]] == [
             (p, s, r, model.zone(group[0], r, members)) for p, s, r in table
         ]
+        # the lines as docs/API.md defines them: the last rank promoted, the first relegated
+        # below the promoted ones; null where no rank is
         up, down = model.counts(members)
-        assert got["promotion_line"] == (min(up, members) if group[0] < 2 else None)
-        assert got["relegation_line"] == (
-            max(members - down + 1, 1) if group[0] > 0 and down > 0 else None
-        )
+        promotion = (min(up, members) or None) if group[0] < 2 else None
+        relegation = None
+        if group[0] > 0 and down > 0:
+            first = max(members - down + 1, (promotion or 0) + 1)
+            relegation = first if first <= members else None
+        assert (got["promotion_line"], got["relegation_line"]) == (promotion, relegation)
     for player in PLAYERS:
         mine = reads.league_player(board_id, player, {})
         if player not in model.group:
@@ -391,7 +395,6 @@ def test_league_rules_are_checked(index, database_url, board_id, clock):
         {**good, "tiers": ["a"]},
         {**good, "tiers": ["a", "B"]},
         {**good, "group_size": 1},
-        {**good, "promote": 6},
         {**good, "promote_percent": 10},
         {k: v for k, v in good.items() if k != "relegate"},
         {**good, "inactive": "leave"},
@@ -402,6 +405,12 @@ def test_league_rules_are_checked(index, database_url, board_id, clock):
             admin.put_board(board_id, {**season, "league": league}, ADMIN)
     with pytest.raises(Unprocessable):
         admin.put_board(board_id, {**season, "league": {**good, "tiers": ["a", "a"]}}, ADMIN)
+    with pytest.raises(Unprocessable):  # more than a group holds: a rule between two fields
+        admin.put_board(board_id, {**season, "league": {**good, "promote": 6}}, ADMIN)
+    with pytest.raises(BadRequest):  # a shape error first, whatever else is wrong
+        admin.put_board(
+            board_id, {**season, "league": {**good, "promote": 6, "inactive": "x"}}, ADMIN
+        )
     with pytest.raises(Unprocessable):
         admin.put_board(board_id, {**season, "league": {**good, "start_tier": "z"}}, ADMIN)
     with pytest.raises(Unprocessable):

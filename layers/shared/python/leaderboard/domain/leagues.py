@@ -35,12 +35,14 @@ PROMOTION, RELEGATION, SAFE = "promotion", "relegation", "safe"
 GROUP_ID = re.compile(r"([a-z0-9_]{1,32})-([1-9][0-9]{0,8})")
 
 
-def _count(value: Any, name: str, most: int) -> int:
+def _count(value: Any, name: str) -> int:
+    """A count of ranks, its shape (400: 0 to MAX_GROUP); no more than the group holds is a
+    rule between two fields (422, checked once every shape is)."""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= most:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_GROUP:
         raise BadRequest(
-            f"league.{name} must be an integer from 0 to {most}", field=f"league.{name}"
+            f"league.{name} must be an integer from 0 to {MAX_GROUP}", field=f"league.{name}"
         )
     return value
 
@@ -127,7 +129,7 @@ class League:
                     f"league: give {side} or {side}_percent, not both", field=f"league.{side}"
                 )
             if count:
-                lines[side] = _count(value[side], side, size)
+                lines[side] = _count(value[side], side)
             elif share:
                 lines[f"{side}_percent"] = _percent(value[f"{side}_percent"], f"{side}_percent")
             else:
@@ -142,6 +144,12 @@ class League:
             raise BadRequest("league.start_tier must be a tier name", field="league.start_tier")
         if len(set(tiers)) != len(tiers):
             raise Unprocessable("league.tiers must not repeat", field="league.tiers")
+        for side in ("promote", "relegate"):
+            if lines.get(side, 0) > size:
+                raise Unprocessable(
+                    f"league.{side} must not be more than league.group_size ({size})",
+                    field=f"league.{side}",
+                )
         if start not in tiers:
             raise Unprocessable(
                 f"league.start_tier {start!r} is not one of league.tiers", field="league.start_tier"
@@ -266,17 +274,19 @@ class League:
         return max(0, tier - 1) if self.inactive == "drop" else tier
 
     def promotion_line(self, tier: int, members: int) -> int | None:
-        """The last rank promoted (None: the top tier promotes nobody)."""
+        """The last rank promoted: ranks 1..it go up (None: the top tier, or no rank does)."""
         if tier >= len(self.tiers) - 1:
             return None
-        return min(self.lines(members)[0], members)
+        return min(self.lines(members)[0], members) or None
 
     def relegation_line(self, tier: int, members: int) -> int | None:
-        """The first rank relegated (None: the lowest tier relegates nobody, or nobody is)."""
+        """The first rank relegated: ranks from it on go down, below the promoted ones (None:
+        the lowest tier, or no rank does)."""
         relegate = self.lines(members)[1]
         if tier == 0 or relegate <= 0:
             return None
-        return max(members - relegate + 1, 1)
+        first = max(members - relegate + 1, (self.promotion_line(tier, members) or 0) + 1)
+        return first if first <= members else None
 
     # --- group ids ----------------------------------------------------------------------------
 
