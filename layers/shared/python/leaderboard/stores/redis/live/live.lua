@@ -94,7 +94,9 @@ for _, entry in ipairs(entries) do
         -- no previous entry.
         local f = {}
         for value in string.gmatch(line .. '\t', '([^\t]*)\t') do f[#f + 1] = value end
-        if f[1] == '-' then
+        if f[1] == '~' then
+          -- a league board's group line (submit.lua): no set of a channel
+        elseif f[1] == '-' then
           local period, region
           if #f == 5 then period, region = f[2], f[3]
           else period, region = string.match(f[2] or '', '^([^:]+):?(.*)$') end
