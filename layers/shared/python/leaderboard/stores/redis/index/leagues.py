@@ -101,8 +101,9 @@ class LeagueCommands(IndexBase):
         while True:
             reply = self._call(board_id, "moves", season, cursor, MOVES_PER_READ)
             cursor, text = _text(reply[1]), _text(reply[2])  # type: ignore[arg-type]
-            for line in text.split("\n") if text else ():
-                player, old, new, group, rank = line.split(" ")
+            words = iter(text.split(" ") if text else ())
+            moves = zip(words, words, words, words, words, strict=True)  # five words a move
+            for player, old, new, group, rank in moves:
                 yield Move(
                     player,
                     int(old),
