@@ -25,6 +25,11 @@ BENCH_HOT_PLAYERS (default 20000) and BENCH_HOT_SUBMISSIONS (default 20000) size
 on a local cluster for K = 1, 2, 4, 8 shards (benchmarks/hot_board.py). BENCH_MODEL_PLAYERS
 (default 20000) sizes the score-model boards (benchmarks/score_model.py: 3 tie-breakers against
 a plain board).
+The league suite (benchmarks/league.py, issue 40): BENCH_LEAGUE_PLAYERS (default 1000000) sizes
+the league board (and the plain board beside it, and the season-end job), BENCH_LEAGUE_GROUP_SIZE
+(default 30) its groups, BENCH_LEAGUE_SUBMISSIONS (default 10000) the measured writes of each kind
+(first writes, later writes), BENCH_LEAGUE_IDLE_PERCENT (default 5) the league players beyond
+BENCH_LEAGUE_PLAYERS who did not play the season that ends.
 """
 
 from __future__ import annotations
@@ -253,6 +258,43 @@ def _report_score_model(results: dict[str, Any]) -> None:
     )
 
 
+def _run_league(context: Context) -> dict[str, Any]:
+    from benchmarks import league
+    from devstack.servers import EmbeddedValkey
+
+    settings = league.Settings(
+        players=_ints("BENCH_LEAGUE_PLAYERS", "1000000")[0],
+        group_size=_ints("BENCH_LEAGUE_GROUP_SIZE", "30")[0],
+        submissions=_ints("BENCH_LEAGUE_SUBMISSIONS", "10000")[0],
+        idle_percent=_ints("BENCH_LEAGUE_IDLE_PERCENT", "5")[0],
+    )
+    # Redis CPU per call hot, on a Valkey of its own with nothing else to do; the season-end
+    # job on the shared stores, in a fresh process (its memory is measured).
+    with EmbeddedValkey() as idle:
+        calls = league.measure_calls(idle.url, settings)
+    redis_url, database_url = context.stores()
+    end = league.season_end_isolated(redis_url, database_url, settings)
+    return {
+        "league": {"calls": calls, "season_end": end},
+        "league_targets": league.targets(calls, end),
+    }
+
+
+def _report_league(results: dict[str, Any]) -> None:
+    from benchmarks import league
+
+    _table(
+        "League board vs the same board without its league, Redis CPU per call (hot, INFO"
+        f" commandstats) and latency (target: writes within {league.TARGET_WRITE_RATIO}x)",
+        results["league"]["calls"],
+    )
+    _table(
+        "League season-end job (the whole rollover: archive, settle, period.ended parts)",
+        [results["league"]["season_end"]],
+    )
+    _table("League targets", results["league_targets"])
+
+
 def _run_api(context: Context) -> dict[str, Any]:
     from benchmarks import api_latency
 
@@ -355,6 +397,7 @@ SUITES: tuple[Suite, ...] = (
     Suite("history", _run_history, _report_history),
     Suite("persister", _run_persister, _report_persister),
     Suite("bulk", _run_bulk, _report_bulk),
+    Suite("league", _run_league, _report_league),
     Suite("hot_board", _run_hot_board, _report_hot_board),
     Suite("cold_start", _run_cold_start, _report_cold_start),
 )

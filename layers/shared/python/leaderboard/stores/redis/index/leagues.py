@@ -95,21 +95,23 @@ class LeagueCommands(IndexBase):
 
     @guarded
     def season_moves(self, board_id: str, season: str) -> Iterator[Move]:
-        """Every move of a settled season, in no order (a read of MOVES_PER_READ a trip)."""
-        key = f"{BoardKeys(board_id).prefix}lg:mv:{season}"
-        cursor: int | str = 0
+        """Every move of a settled season, in no order (a read of about MOVES_PER_READ a
+        trip, as one string: league.lua's 'moves')."""
+        cursor = "0"
         while True:
-            cursor, items = self.client.hscan(key, cursor, count=MOVES_PER_READ)
-            for player, raw in items.items():
-                old, new, group, rank = _text(raw).split(" ")
+            reply = self._call(board_id, "moves", season, cursor, MOVES_PER_READ)
+            cursor, text = _text(reply[1]), _text(reply[2])  # type: ignore[arg-type]
+            words = iter(text.split(" ") if text else ())
+            moves = zip(words, words, words, words, words, strict=True)  # five words a move
+            for player, old, new, group, rank in moves:
                 yield Move(
-                    _text(player),
+                    player,
                     int(old),
                     int(new),
                     script_group(group) if group != "-" else None,
                     int(rank) if rank != "-" else None,
                 )
-            if int(cursor) == 0:
+            if cursor == "0":
                 return
 
     @guarded

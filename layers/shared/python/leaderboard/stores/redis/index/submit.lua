@@ -258,17 +258,24 @@ end end
 
 -- League boards: the player's group this season, placed on their first write (league.lua).
 local lg = ARGV[28] or ''
-local LG -- {season, group, placed now, visible set, shadow}
+local LG -- {season, group, placed now, visible set, the board's key prefix}
 if lg ~= '' then
   local season, prev, prev2, rules = string.match(lg, '^(%S+) (%S+) (%S+) (.*)$')
   local lpfx = string.sub(KEYS[1], 1, #KEYS[1] - 3)
-  local how = {desc = desc, first = first, spec = tb and tkey or nil,
-               ncols = tb and #tkey / 16 or nil, keyed = keyed}
-  local L = league_lib()
-  local g, placed = L.place(L.rules(rules), lpfx, season, player, prev, prev2, how)
-  if not g then return {'ERR', 'league_settling'} end
-  local gz = lpfx .. 'gz:' .. season .. ':' .. g
-  LG = {season = season, group = g, placed = placed, set = gz, shadow = lpfx .. 'gzh:' .. season .. ':' .. g}
+  -- A placed player's group is one lookup; the league's functions and rules are made only to
+  -- place one (most writes of a season are not a player's first).
+  local g = redis.call('HGET', lpfx .. 'lg:g:' .. season, player)
+  local placed = false
+  if not g then
+    local how = {desc = desc, first = first, spec = tb and tkey or nil,
+                 ncols = tb and #tkey / 16 or nil, keyed = keyed}
+    local L = league_lib()
+    g = L.place(rules, lpfx, season, player, prev, prev2, how)
+    if not g then return {'ERR', 'league_settling'} end
+    placed = true
+  end
+  LG = {season = season, group = g, placed = placed, set = lpfx .. 'gz:' .. season .. ':' .. g,
+        pfx = lpfx}
 end
 
 local version = redis.call('INCR', KEYS[4])
@@ -482,7 +489,8 @@ for i = 1, n do
   if LG and string.sub(zv, off) == LG.season then
     -- The season's entry, mirrored in the player's group (its shadow while hidden): same
     -- member, same score, so the group ranks as the season does.
-    local gz = hidden and LG.shadow or LG.set
+    local gz = LG.set
+    if hidden then gz = LG.pfx .. 'gzh:' .. LG.season .. ':' .. LG.group end
     if changed then
       if old_member and old_member ~= member then redis.call('ZREM', gz, old_member) end
       redis.call('ZADD', gz, new_text, member)
