@@ -7,10 +7,11 @@ The plain board is the same board without its league, so every ratio is the leag
 
 1. The boards, loaded fast (pipelines writing the keys submit.lua writes: the season set,
    reference counts, registry, sequence and score range; on the league board the last settled
-   season's tiers (`lg:tier`, `lg:settled`), each player's group (`lg:g:<season>`), the open
-   groups (`lg:n:<season>`) and the group sets (`gz:<season>:<tier.number>`)). Every run first
-   checks the loader on a small league against the same players written through the service's
-   own submissions: every key equal (`check_loader`), or the suite fails.
+   season's tiers (`lg:tier`, with its `~settled` marker), each player's group
+   (`lg:g:<season>`), the tiers' placed counts (`lg:n:<season>`) and the group sets
+   (`gz:<season>:<tier.number>`)). Every run first checks the loader on a small league against
+   the same players written through the service's own submissions: every key equal
+   (`check_loader`), or the suite fails.
 2. Redis CPU per call, measured hot as benchmarks/submit_cpu.py does: the calls are made once
    through the service's store (`RedisIndex`) against the loaded boards, each recorded as sent
    on the socket, then replayed pipelined against untouched copies (a warm-up, `CONFIG
@@ -178,14 +179,10 @@ def load_league(
             for group, members in sets.items():
                 pipe.zadd(f"{pfx}gz:{season}:{group}", members)
         pipe.execute()
-    client.set(f"{pfx}lg:settled", settled)
+    client.hset(f"{pfx}lg:tier", "~settled", settled)
     count = sum(placed)
     if count:
-        fields: dict[Any, Any] = {}
-        for tier, n in enumerate(placed):
-            if n:
-                fields[str(tier)] = (n - 1) // size + 1
-                fields[f"{tier}:c"] = (n - 1) % size + 1
+        fields: dict[Any, Any] = {str(tier): n for tier, n in enumerate(placed) if n}
         client.hset(opened, mapping=fields)
         client.sadd(keys.registry, season)
         client.set(keys.seq, count)
@@ -588,7 +585,7 @@ def season_end(redis_url: str, database_url: str, settings: Settings) -> dict[st
     closed = season.ends_at
     assert closed is not None
     opened = client.hgetall(f"{BoardKeys(board_id).prefix}lg:n:{season.id}")
-    groups = sum(int(v) for k, v in opened.items() if ":" not in k)
+    groups = sum(-(-int(v) // settings.group_size) for v in opened.values())
     sink = _Sink()
     rollover = Rollover(
         db,
@@ -621,8 +618,8 @@ def season_end(redis_url: str, database_url: str, settings: Settings) -> dict[st
     assert report.archived == [f"{board_id}/{season.id}"] and report.differences == 0, report
     assert sink.moves == league_players, (sink.moves, league_players)
     assert sink.parts == max(1, math.ceil(league_players / 1000)), sink.parts
-    assert client.get(f"{prefix}lg:settled") == season.id
-    assert client.hlen(f"{prefix}lg:tier") == league_players
+    assert client.hget(f"{prefix}lg:tier", "~settled") == season.id
+    assert client.hlen(f"{prefix}lg:tier") == league_players + 1  # and the settled marker
     emitted = sink.seconds
     named = parts.seconds.get("archive", 0) + parts.seconds.get("settle", 0)
     named += parts.seconds.get("events", 0) + emitted

@@ -28,11 +28,11 @@ class LeagueReads(ReadBase):
         """The league's rules and, for a season, each tier's groups and players placed."""
         known_params(query, _LEAGUE_PARAMS)
         board_id, league, season = self._season(board_id, query)
-        counts = self.index.league_tiers(board_id, season.id)
+        placed = self.index.league_tiers(board_id, season.id)
         tiers = []
         for n, name in enumerate(league.tiers):
-            groups, last = counts.get(n, (0, 0))
-            players = (groups - 1) * league.group_size + last if groups else 0
+            players = placed.get(n, 0)
+            groups = -(-players // league.group_size)  # they fill in order
             tiers.append({"tier": name, "groups": groups, "players": players})
         return {
             "board_id": board_id,
@@ -86,8 +86,8 @@ class LeagueReads(ReadBase):
         reader = self._who(caller, query)
         window, group = self._group_read(board_id, league, season, f"{tier}.{number}", "", reader)
         if not window.entries:
-            counts = self.index.league_tiers(board_id, season.id)
-            if number > counts.get(tier, (0, 0))[0]:
+            placed = self.index.league_tiers(board_id, season.id).get(tier, 0)
+            if number > -(-placed // league.group_size):
                 raise NotFound(f"season {season.id} has no group {group_id}", group_id=group_id)
         return self._group_body(board_id, league, season, group, window, reader)
 

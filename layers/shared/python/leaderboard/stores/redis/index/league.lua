@@ -6,7 +6,8 @@
 -- 'finish', which puts the new tiers in place with the season marked settled, at once: until
 -- then the submit script works a first write's tier out from the closed season itself.
 -- KEYS: 1 cfg. ARGV: 1 op, 2 season, then by op:
---   'tiers'  -> {'OK', lg:n:<season> as HGETALL}           (or {'ERR', 'no_board'|'no_league'})
+--   'tiers'  -> {'OK', lg:n:<season> as HGETALL: tier, players placed, ...}
+--            (or {'ERR', 'no_board'|'no_league'})
 --   'begin'  -> {'DONE'} when the season is settled, else {'OK', HGETALL of lg:n:<season>}
 --   'groups' 3 tier, 4 first group number, 5 last -> {'OK', players}
 --   'idle'   3 HSCAN cursor, 4 count -> {'OK', next cursor, players}
@@ -23,7 +24,7 @@ local open = pfx .. 'lg:n:' .. season
 
 if op == 'tiers' then return {'OK', redis.call('HGETALL', open)} end
 
-local settled = redis.call('GET', pfx .. 'lg:settled')
+local settled = redis.call('HGET', pfx .. 'lg:tier', '~settled')
 if op == 'begin' then
   if settled == season then return {'DONE'} end
   redis.call('DEL', pfx .. 'lg:next')
@@ -115,7 +116,7 @@ if op == 'idle' then
     for i = first, last, 2 do names[#names + 1] = items[i] end
     local placed = redis.call('HMGET', map, unpack(names))
     for j = 1, #names do
-      if not placed[j] then
+      if not placed[j] and names[j] ~= '~settled' then -- the marker is no player
         local tier = tonumber(items[first + 2 * j - 1])
         local new = L.idle(R, tier)
         put(names[j], new, tier .. ' ' .. new .. ' - -')
@@ -129,9 +130,9 @@ end
 
 if op == 'finish' then
   if settled ~= season then
-    if redis.call('EXISTS', nxt) == 1 then redis.call('RENAME', nxt, pfx .. 'lg:tier')
-    else redis.call('DEL', pfx .. 'lg:tier') end
-    redis.call('SET', pfx .. 'lg:settled', season)
+    -- the new tiers and the season they follow, in place at once
+    redis.call('HSET', nxt, '~settled', season)
+    redis.call('RENAME', nxt, pfx .. 'lg:tier')
   end
   return {'OK'}
 end

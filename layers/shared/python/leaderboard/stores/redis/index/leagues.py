@@ -50,17 +50,12 @@ class LeagueCommands(IndexBase):
         return OneNodeIndex(self.client)
 
     @guarded
-    def league_tiers(self, board_id: str, season: str) -> dict[int, tuple[int, int]]:
-        """Tier index -> (groups, players in its open group) in `season`: the tier's players
-        placed are (groups - 1) x group size + that."""
+    def league_tiers(self, board_id: str, season: str) -> dict[int, int]:
+        """Tier index -> players placed in it in `season` (groups fill in order: the tier
+        has ceil(players / group size) groups)."""
         flat = self._call(board_id, "tiers", season)[1]
         assert isinstance(flat, list)
-        fields = {_text(flat[i]): int(flat[i + 1]) for i in range(0, len(flat), 2)}
-        return {
-            int(tier): (groups, fields.get(f"{tier}:c", 0))
-            for tier, groups in fields.items()
-            if ":" not in tier
-        }
+        return {int(_text(flat[i])): int(flat[i + 1]) for i in range(0, len(flat), 2)}
 
     @guarded
     def settle_season(
@@ -75,8 +70,9 @@ class LeagueCommands(IndexBase):
             return True
         flat = reply[1]
         assert isinstance(flat, list)
-        fields = {_text(flat[i]): int(flat[i + 1]) for i in range(0, len(flat), 2)}
-        for tier, groups in sorted((int(t), n) for t, n in fields.items() if ":" not in t):
+        placed = {int(_text(flat[i])): int(flat[i + 1]) for i in range(0, len(flat), 2)}
+        for tier, players in sorted(placed.items()):
+            groups = -(-players // group_size)
             for first in range(1, groups + 1, GROUPS_PER_CALL):
                 if not keep_going():
                     return False
@@ -120,17 +116,15 @@ class LeagueCommands(IndexBase):
         self.client.unlink(f"{BoardKeys(board_id).prefix}lg:mv:{season}")
 
     @guarded
-    def drop_season(self, board_id: str, season: str) -> None:
+    def drop_season(self, board_id: str, season: str, group_size: int) -> None:
         """Free a purged season's league keys: its groups, placements and moves."""
         prefix = BoardKeys(board_id).prefix
-        fields = {
+        placed = {
             _text(k): int(v) for k, v in self.client.hgetall(f"{prefix}lg:n:{season}").items()
         }
         keys = [f"{prefix}lg:n:{season}", f"{prefix}lg:g:{season}", f"{prefix}lg:mv:{season}"]
-        for tier, groups in fields.items():
-            if ":" in tier:
-                continue
-            for number in range(1, groups + 1):
+        for tier, players in placed.items():
+            for number in range(1, -(-players // group_size) + 1):
                 keys += [
                     f"{prefix}gz:{season}:{tier}.{number}",
                     f"{prefix}gzh:{season}:{tier}.{number}",

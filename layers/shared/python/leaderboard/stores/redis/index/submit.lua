@@ -267,14 +267,27 @@ if lg ~= '' then
   local g = redis.call('HGET', lpfx .. 'lg:g:' .. season, player)
   local placed = false
   if not g then
-    local how = {desc = desc, first = first, spec = tb and tkey or nil,
-                 ncols = tb and #tkey / 16 or nil, keyed = keyed}
-    local L = league_lib()
-    g = L.place(rules, lpfx, season, player, prev, prev2, how)
-    if not g then return {'ERR', 'league_settling'} end
+    -- Placed in their tier's open group, first come first served: one count a tier, the n-th
+    -- player placed being in group floor((n - 1) / size) + 1, so no group passes its size.
+    local size, start = string.match(rules, '^(%d+) (%d+) ')
+    local got = redis.call('HMGET', lpfx .. 'lg:tier', player, '~settled')
+    local tier
+    if prev == '-' or got[2] == prev then
+      tier = tonumber(got[1]) or tonumber(start) -- the tier the last season left them in
+    else
+      local how = {desc = desc, first = first, spec = tb and tkey or nil,
+                   ncols = tb and #tkey / 16 or nil, keyed = keyed}
+      tier = league_lib().tier_unsettled(rules, tonumber(start), lpfx, player, prev, prev2, how,
+        tonumber(got[1]), got[2] or '-')
+      if not tier then return {'ERR', 'league_settling'} end
+    end
+    local count = redis.call('HINCRBY', lpfx .. 'lg:n:' .. season, tier, 1)
+    g = tier .. '.' .. (math.floor((count - 1) / tonumber(size)) + 1)
+    redis.call('HSET', lpfx .. 'lg:g:' .. season, player, g)
     placed = true
   end
   LG = {season = season, group = g, placed = placed, set = lpfx .. 'gz:' .. season .. ':' .. g,
+        zkey = lpfx .. 'z:' .. season, -- the season's global set (Lua compares interned strings)
         pfx = lpfx}
 end
 
@@ -486,7 +499,7 @@ for i = 1, n do
     elseif desc then rank = redis.call('ZCOUNT', zv, '(' .. shown, '+inf') + 1
     else rank = redis.call('ZCOUNT', zv, '-inf', '(' .. shown) + 1 end
   end
-  if LG and string.sub(zv, off) == LG.season then
+  if LG and zv == LG.zkey then
     -- The season's entry, mirrored in the player's group (its shadow while hidden): same
     -- member, same score, so the group ranks as the season does.
     local gz = LG.set

@@ -1,9 +1,10 @@
 -- Shared by the scripts of league boards (leaderboard/domain/leagues.py; prepended when loaded,
 -- after tiebreakers.lua and standing.lua). A league's keys, under the board's prefix:
---   lg:tier          player -> tier index (0 = lowest) after the last settled season
---   lg:settled       the id of the last season whose moves are in lg:tier
+--   lg:tier          player -> tier index (0 = lowest) after the last settled season, and
+--                    `~settled` -> that season's id (no player id holds a '~')
 --   lg:g:<season>    player -> group ("tier.number") the player was placed in that season
---   lg:n:<season>    tier -> its open group's number, "tier:c" -> players placed in it
+--   lg:n:<season>    tier -> players placed in it: groups fill in order, so the n-th
+--                    player placed in a tier is in group floor((n - 1) / size) + 1
 --   gz:<season>:<g>  the group's standings (the season set's members and scores), and
 --   gzh:<season>:<g> its shadow for hidden players (hidden.lua)
 --   lg:next, lg:mv:<season>  the settling season's new tiers, and every player's move
@@ -39,16 +40,13 @@ local function league_lib()
     return tier
   end
 
-  -- The tier a player is placed in this season. `prev`, `prev2`: the two seasons before it
-  -- ('-': none). Until the rollover has settled the previous season, its move is worked out
-  -- here for this player alone, from the same closed group the rollover reads; nil when the
-  -- one before is not settled either (the rollover is behind: the caller answers 503).
-  -- `rules`: the league's rules text, parsed whole (L.rules) only when a move is worked out
-  -- here; `start`: the start tier, from it.
-  function L.tier_now(rules, start, pfx, player, prev, prev2, how)
-    local settled = redis.call('GET', pfx .. 'lg:settled') or '-'
-    local held = tonumber(redis.call('HGET', pfx .. 'lg:tier', player))
-    if prev == '-' or settled == prev then return held or start end
+  -- The tier a player is placed in this season when the last season (`prev`) is not settled
+  -- yet (`settled`: the last that is, '-' none; `held`: the player's tier after it, or nil):
+  -- its move is worked out here for this player alone, from the same closed group the
+  -- rollover reads. nil when the season before it (`prev2`) is not settled either (the
+  -- rollover is behind: the caller answers 503). The common case, the last season settled,
+  -- is submit.lua's own (a write that places a player pays for no function made here).
+  function L.tier_unsettled(rules, start, pfx, player, prev, prev2, how, held, settled)
     if settled ~= prev2 and prev2 ~= '-'
         and (settled ~= '-' or redis.call('EXISTS', pfx .. 'lg:n:' .. prev2) == 1) then
       return nil
@@ -63,30 +61,6 @@ local function league_lib()
     local _, rank = standing(how, gz, pfx .. 'm:' .. prev, player)
     if not rank then return tier end -- hidden in that group: keeps the tier
     return L.moved(L.rules(rules), tier, rank, redis.call('ZCARD', gz))
-  end
-
-  -- Places a player with no group this season (the caller looked: `lg:g:<season>` has none)
-  -- in their tier's open group (first come first served; a full group opens the next).
-  -- Returns the group, or nil when the tier cannot be known yet (tier_now). `rules`: the
-  -- league's rules text; of it a placement needs only the group size and the start tier
-  -- (the whole parse, and its numbers, cost a placing submission about 4% more).
-  function L.place(rules, pfx, season, player, prev, prev2, how)
-    local map = pfx .. 'lg:g:' .. season
-    local size, start = string.match(rules, '^(%d+) (%d+) ')
-    local tier = L.tier_now(rules, tonumber(start), pfx, player, prev, prev2, how)
-    if not tier then return nil end
-    local open = pfx .. 'lg:n:' .. season
-    local number = tonumber(redis.call('HGET', open, tier)) or 1
-    local count = redis.call('HINCRBY', open, tier .. ':c', 1)
-    if count > tonumber(size) then
-      number = number + 1
-      redis.call('HSET', open, tier, number, tier .. ':c', 1)
-    elseif count == 1 then
-      redis.call('HSET', open, tier, number)
-    end
-    local g = tier .. '.' .. number
-    redis.call('HSET', map, player, g)
-    return g
   end
 
   return L
