@@ -473,6 +473,9 @@ class _Sink:
         self.seconds += time.perf_counter() - started
 
 
+_DONE = object()  # the end of a wrapped iterator
+
+
 class _Parts:
     """Wall time and peak RSS growth of each part of the rollover (methods wrapped on the
     instances). The peak window is restarted at each part's start, so the run's overall peak
@@ -498,6 +501,20 @@ class _Parts:
                 self.seconds[part] = self.seconds.get(part, 0.0) + time.perf_counter() - started
                 self.peak_mb[part] = max(self.peak_mb.get(part, 0.0), _peak_mb() - before)
                 self.mark()
+
+        return timed
+
+    def wrap_each(self, part: str, call: Callable[..., Any]) -> Callable[..., Any]:
+        """As `wrap`, for a call that yields: the time and memory of making each item count
+        for `part` (what is done with an item between them does not)."""
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            items = iter(call(*args, **kwargs))
+            while True:
+                made = self.wrap(part, lambda: next(items, _DONE))()
+                if made is _DONE:
+                    return
+                yield made
 
         return timed
 
@@ -600,7 +617,7 @@ def season_end(redis_url: str, database_url: str, settings: Settings) -> dict[st
     rollover.archive.begin = parts.wrap("archive", rollover.archive.begin)  # type: ignore[method-assign]
     rollover.archive.finish = parts.wrap("archive", rollover.archive.finish)  # type: ignore[method-assign]
     index.settle_season = parts.wrap("settle", index.settle_season)  # type: ignore[method-assign]
-    rollover._events = parts.wrap("events", rollover._events)  # type: ignore[method-assign]
+    rollover._events = parts.wrap_each("events", rollover._events)  # type: ignore[method-assign]
     monitor = connect(redis_url, timeout=60)
     memory_before = int(monitor.info("memory")["used_memory"])
     cpu_before = _redis_cpu(monitor)

@@ -15,16 +15,17 @@ import hmac
 import json
 import math
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from leaderboard.domain.errors import BadRequest, Unprocessable
 from leaderboard.domain.periods import Period
 from leaderboard.domain.validation import known_fields
 
 EVENT_TYPE = "period.ended"
+T = TypeVar("T")
 REASONS = ("schedule", "manual", "tournament")
 DEFAULT_TOP = 10
 MAX_TOP = 1000
@@ -234,21 +235,21 @@ class PeriodEnded:
             return str(uuid.uuid5(EVENT_NAMESPACE, f"{self.board_id}\n{self.period_id}\n{part}"))
         return event_id(self.board_id, self.period_id)
 
-    def in_parts(self, moves: list[dict[str, Any]]) -> list[PeriodEnded]:
-        """A league season's event: this one with the first MOVES_PER_PART moves (by player
-        id, so a re-run sends the same parts), then one part for each further chunk, without
-        top and tiers. Each part has its own id."""
-        moves = sorted(moves, key=lambda m: m["player_id"])
-        chunks = [moves[i : i + MOVES_PER_PART] for i in range(0, len(moves), MOVES_PER_PART)]
-        chunks = chunks or [[]]
-        parts = []
-        for n, chunk in enumerate(chunks, start=1):
-            body = {"part": n, "parts": len(chunks), "moves": chunk}
+    def in_parts(
+        self, moves: Sequence[T], to_json: Callable[[T], dict[str, Any]]
+    ) -> Iterator[PeriodEnded]:
+        """A league season's event: this one with the first MOVES_PER_PART moves (ordered by
+        the caller, by player id, so a re-run sends the same parts), then one part for each
+        further chunk, without top and tiers; each part has its own id. A part's moves are
+        made JSON only when it is made: a million moves held as dicts took 430 MB."""
+        parts = max(1, -(-len(moves) // MOVES_PER_PART))
+        for n in range(1, parts + 1):
+            chunk = moves[(n - 1) * MOVES_PER_PART : n * MOVES_PER_PART]
+            body = {"part": n, "parts": parts, "moves": [to_json(m) for m in chunk]}
             if n == 1:
-                parts.append(replace(self, league=body))
+                yield replace(self, league=body)
             else:
-                parts.append(replace(self, top=(), tiers=(), league=body))
-        return parts
+                yield replace(self, top=(), tiers=(), league=body)
 
     @classmethod
     def build(

@@ -239,7 +239,7 @@ class Rollover:
             )
         log.info("archived %s %s: %d entries", board_id, period.id, entries)
 
-    def _events(self, board: BoardConfig, period: Period, total: int) -> list[PeriodEnded]:
+    def _events(self, board: BoardConfig, period: Period, total: int) -> Iterator[PeriodEnded]:
         """The period.ended event, in parts carrying every player's move on a league's
         season."""
         return _with_moves(self.index, board, period, self._ended(board, period, total))
@@ -369,14 +369,15 @@ class Rollover:
 
 def _with_moves(
     index: RedisIndex, board: BoardConfig, period: Period, ended: PeriodEnded
-) -> list[PeriodEnded]:
-    """A league season's period.ended in parts, with every player's move; else as it is."""
-    if board.league is None or period.kind != CUSTOM:
-        return [ended]
+) -> Iterator[PeriodEnded]:
+    """A league season's period.ended in parts, with every player's move (by player id);
+    else as it is."""
     league = board.league
-    return ended.in_parts(
-        [m.to_json(league) for m in index.season_moves(board.board_id, period.id)]
-    )
+    if league is None or period.kind != CUSTOM:
+        yield ended
+        return
+    moves = sorted(index.season_moves(board.board_id, period.id), key=lambda m: m.player_id)
+    yield from ended.in_parts(moves, lambda m: m.to_json(league))
 
 
 def _settle_unplayed_season(
