@@ -55,21 +55,26 @@ SERVER_MARKERS = ("server", "e2e", "cluster")
 NO_SERVERS = os.environ.get("TEST_NO_SERVERS") == "1"
 # The files that take longest, started first so that no worker is handed a long one at the end
 # while the others sit idle. Refresh the list from `make test PYTEST_ARGS=--durations=30`.
-SLOW_FIRST = (  # longest first: seconds on their worker in two fresh-clone runs, 2026-11-28
-    "chaos/test_chaos_smoke.py",  # 86-89
+SLOW_FIRST = (  # longest first: seconds on their worker in fresh-clone runs, 2026-11-28
+    # mostly waiting for its windows' real-time boundaries (0.4 CPU-s): first, beside CPU work
+    "e2e/test_docs_client_recurring_tournaments.py",  # 59
+    "chaos/test_chaos_smoke.py",  # 86-91
     "devstack/test_sam_local_invoke.py",  # 74-83 (mostly waiting on Docker)
-    "e2e/test_fuzz.py",  # 71
+    "e2e/test_fuzz.py",  # 71-83
+    "stores/redis/sharded/test_sharded_index.py",  # 55-63
+    "e2e/test_demo_page.py",  # 56-62
     "e2e/test_e2e_local_stack.py",  # 58-63
-    "stores/redis/sharded/test_sharded_index.py",  # 55-59
-    "e2e/test_demo_page.py",  # 56-59
-    "clients/test_js_client.py",  # 51-53 (the worker's make run, then node --test)
-    "devstack/test_sam_local_emulation.py",  # 45-49 (another worker than the native one)
+    "services/test_live_publisher.py",  # 53
+    "clients/test_js_client.py",  # 46-53 (the worker's make run, then node --test)
+    "devstack/test_sam_local_emulation.py",  # 43-49 (another worker than the native one)
     "e2e/test_cluster_stack.py",  # 39-41
-    "chaos/test_chaos_cluster.py",  # 27-35
-    "e2e/test_docs_client_player_channels.py",  # 35
+    "chaos/test_chaos_cluster.py",  # 27-40
+    "e2e/test_docs_client_player_channels.py",  # 28-35
+    "benchmarks/test_bench_player_channels_smoke.py",  # 30
     "benchmarks/test_bench_live_smoke.py",  # 28-33
     "benchmarks/test_bench_http_smoke.py",  # 26-32
     "benchmarks/test_bench_persister_coldstart_smoke.py",  # 27-28
+    "e2e/test_docs_client_leagues.py",  # about 25 on a shared stack
     "functions/test_bad_input.py",  # 26
     "clients/test_python_client.py",
     "services/test_reference_model.py",

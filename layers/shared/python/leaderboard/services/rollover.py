@@ -389,8 +389,10 @@ def _settle_unplayed_season(
 ) -> None:
     """A league season nobody played holds no set to archive (`held`: the periods that do):
     once it has ended, its idle players' moves still apply (stay, or drop a tier)."""
+    if board.league is None:
+        return
     calendar = board.calendar()
-    if board.league is None or calendar is None:
+    if calendar is None:
         return
     last = calendar.previous(calendar.period_at(now))
     if last is None or last.id in held:

@@ -27,6 +27,9 @@ if op == 'tiers' then return {'OK', redis.call('HGETALL', open)} end
 local settled = redis.call('HGET', pfx .. 'lg:tier', '~settled')
 if op == 'begin' then
   if settled == season then return {'DONE'} end
+  -- a league nobody has played yet: no tier to move (a board's every season would else cost
+  -- the steps below, a minute's seasons on a busy stack)
+  if redis.call('EXISTS', pfx .. 'lg:tier', open) == 0 then return {'DONE'} end
   redis.call('DEL', pfx .. 'lg:next')
   return {'OK', redis.call('HGETALL', open)}
 end
