@@ -704,3 +704,25 @@ def test_a_lone_write_on_a_sharded_board_is_published_at_once(
     assert board.shards == 3
     assert reports[0].reads == 1 + 2
     assert [e["player_id"] for e in sent.messages[-1][2]["top"]] == ["p2", "p6"]
+
+
+def test_a_hand_over_keeps_a_boards_messages_1_over_rate_apart(
+    index: RedisIndex, event_api: LocalEventApi, board_id: str
+) -> None:
+    """A run that ends leaves each board's next allowed message to the run that takes over:
+    a write just after a message, published by the next run, still waits out 1/rate (the next
+    run once published it at once, 114 ms after the last, in a loaded make test)."""
+    model = ModelBoard(publish(index, board_id, periods=["all-time"]))
+    publisher = _slow_publisher(index, event_api, board_id)  # 1/rate = 2 s
+    with _client(event_api) as client:
+        client.subscribe(channel_name(board_id, "all-time", None))
+        with _running(publisher, "first"):
+            submit(index, model, board_id, "lead", 1)
+            leading = client.next_event(5)
+        # the first run has handed over; the next one starts at once
+        with _running(publisher, "second"):
+            submit(index, model, board_id, "next", 2)
+            following = client.next_event(5)
+    published = [datetime.fromisoformat(m["published_at"]) for m in (leading, following)]
+    gap = (published[1] - published[0]).total_seconds()
+    assert gap >= 2.0 - 0.002, gap

@@ -236,11 +236,17 @@ class LivePublisher:
         report.waited_for_lease_ms = int((self.monotonic() - started) * 1000)
         listener = self.index.listener()
         serving_from = self.monotonic()
+        serving = _Serving(self, listener, owner, lease_ms, report)
         try:
-            _Serving(self, listener, owner, lease_ms, report).serve(deadline)
+            serving.take_due(self.index.left_due())
+            serving.serve(deadline)
         finally:
             report.served_ms = int((self.monotonic() - serving_from) * 1000)
             listener.close()
+            try:  # the next run keeps each board's 1/rate from this one's last message
+                self.index.leave_due(serving.due_ms(), lease_ms)
+            except Exception as exc:
+                report.note(f"due: {type(exc).__name__}: {exc}")
             try:
                 self.index.release_lease(owner)
             except Exception as exc:  # the lease expires by itself
@@ -289,6 +295,22 @@ class _Serving:
         self.read_at: dict[str, float] = {}  # board id -> its last read (monotonic)
         self.check_at = float("-inf")  # the lease and a successor
         self.catalog_at = float("-inf")
+
+    def take_due(self, due_ms: dict[str, int]) -> None:
+        """The next allowed message of each board a previous run left (epoch ms)."""
+        now, wall = self.publisher.monotonic(), self.publisher.clock().timestamp()
+        for board_id, at_ms in due_ms.items():
+            if at_ms / 1000 > wall:
+                self.due[board_id] = now + (at_ms / 1000 - wall)
+
+    def due_ms(self) -> dict[str, int]:
+        """Each board's next allowed message still to come, in epoch ms (for the next run)."""
+        now, wall = self.publisher.monotonic(), self.publisher.clock().timestamp()
+        return {
+            board_id: int((wall + (at - now)) * 1000) + 1
+            for board_id, at in self.due.items()
+            if at > now
+        }
 
     def serve(self, deadline: float) -> None:
         clock = self.publisher.monotonic

@@ -18,6 +18,9 @@ DEFAULT_WATCH_CHECKS = 2000
 # Watched ranks outlive any watch (a day at most) by this much.
 WATCHED_RANKS_SECONDS = 2 * 86_400
 SUCCESSOR_KEY = "lb:live:successor"
+# board id -> when (epoch ms) its channels may have their next message: what a run that ends
+# leaves the next one, so a hand-over never brings two messages closer than 1/rate
+NEXT_DUE_KEY = "lb:live:due"
 
 
 def live_state_key(board_id: str) -> str:

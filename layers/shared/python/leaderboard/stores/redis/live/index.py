@@ -29,6 +29,7 @@ from leaderboard.stores.redis.keys import CATALOG_KEY, HAND_OVER, LIVE_CONTROL_C
 from leaderboard.stores.redis.live.channels import (
     DEFAULT_WATCH_CHECKS,
     LEASE_KEY,
+    NEXT_DUE_KEY,
     SUCCESSOR_KEY,
     WATCHED_RANKS_SECONDS,
     BoardChanges,
@@ -162,6 +163,20 @@ class LiveIndex:
         """Tell the running publisher a newer run is waiting (woken, it stops at once)."""
         self.client.set(SUCCESSOR_KEY, owner, px=ttl_ms)
         spublish(self.client, LIVE_CONTROL_CHANNEL, HAND_OVER)
+
+    def leave_due(self, due_ms: dict[str, int], ttl_ms: int) -> None:
+        """What the next run must respect: each board's next allowed message (epoch ms)."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.delete(NEXT_DUE_KEY)
+        if due_ms:
+            pipe.hset(NEXT_DUE_KEY, mapping=due_ms)
+            pipe.pexpire(NEXT_DUE_KEY, ttl_ms)
+        pipe.execute()
+
+    def left_due(self) -> dict[str, int]:
+        """The boards' next allowed messages a previous run left (epoch ms)."""
+        raw = self.client.hgetall(NEXT_DUE_KEY)
+        return {(k.decode() if isinstance(k, bytes) else k): int(v) for k, v in raw.items()}
 
     def listener(self) -> WakeListener:
         """A new listener to the writes' wake-ups and the control channel (wakes.py)."""
