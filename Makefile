@@ -102,10 +102,12 @@ validate: setup
 
 # The suite in parallel: TEST_WORKERS pytest-xdist workers, each with servers of its own; a
 # file's tests stay on one worker (their module fixtures start once). Coverage is combined over
-# all. The suite is bound by CPU (about 1.6 of 2 cores busy throughout), and 3 workers keep
-# both cores busy while one waits on Docker or a stack (fresh clones on 2 cores, 2026-11-28:
-# make test in 6m18s-6m47s; the report at the end of pytest says where the time went).
-TEST_WORKERS ?= 3
+# all. The suite is bound by CPU (about 1.6 of 2 cores busy throughout); since issue 40 one
+# worker spends its first 100 s mostly waiting (a docs-only client plays a recurring
+# tournament's windows in real time), and 4 workers keep both cores busy meanwhile (fresh
+# clones on 2 cores, 2026-11-28: 481-487 s with 3 workers, 467 s with 4; the report at the end
+# of pytest says where the time went).
+TEST_WORKERS ?= 4
 # --no-loadscope-reorder: xdist would otherwise hand out files by their number of tests, not in
 # the order tests/conftest.py sets (the longest first), and a long file with few tests came last.
 PARALLEL = $(if $(filter 0 1,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
