@@ -378,13 +378,11 @@ class _Serving:
         self.listener.listen(ch for b in ready for ch in self.channels[b])
         read_at = self.publisher.monotonic()
         changed = self.publisher.publish_boards([self.boards[b] for b in ready], self.report)
-        # the next message of a board that had one waits 1/rate from this one's publishing,
-        # not its read: a slow publish must not bring two messages closer than 1/rate
-        sent_at = self.publisher.monotonic()
         self.pending.difference_update(ready)
         self.read_at.update(dict.fromkeys(ready, read_at))
+        # a message's published_at is its read's start: the next read 1/rate after this one's
         for board_id in changed:
-            self.due[board_id] = sent_at + self.publisher.interval
+            self.due[board_id] = read_at + self.publisher.interval
 
     def _wait(self, deadline: float) -> None:
         upcoming = [self.due[b] for b in self.pending if b in self.due]
