@@ -4,9 +4,6 @@ rank in their group, its players, their zone and the lines, besides their rank o
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from leaderboard.domain.auth import Caller
 from leaderboard.domain.live import Channel, player_channel
 from leaderboard.services.live import LivePublisher, LiveReport
@@ -14,20 +11,10 @@ from leaderboard.services.scores import ScoreService
 from leaderboard.stores.redis.serving_index import RedisIndex
 from tests.support.boards import ListSink, publish
 from tests.support.live import NOW, OnlyBoards
+from tests.support.live import RecordedMessages as Recorded
 
 SERVER = Caller("game-server", frozenset({"leaderboard/server"}))
 SEASON = "2026-11-23T000000Z"  # NOW is inside it: seasons start on Mondays 00:00 UTC
-
-
-class Recorded:
-    def __init__(self) -> None:
-        self.messages: list[tuple[str, dict[str, Any]]] = []
-
-    def publish(self, channel: str, events: list[str]) -> None:
-        self.messages.extend((channel, json.loads(e)) for e in events)
-
-    def on(self, channel: str) -> list[dict[str, Any]]:
-        return [m for c, m in self.messages if c == channel]
 
 
 def test_a_player_message_on_a_season_channel_names_the_group_rank(

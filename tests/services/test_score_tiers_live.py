@@ -6,9 +6,7 @@ board's messages too; and a board without tiers sends its messages as before, wi
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
-from typing import Any
 
 import pytest
 
@@ -19,6 +17,7 @@ from leaderboard.services.live import LivePublisher, LiveReport
 from leaderboard.stores.redis.serving_index import RedisIndex
 from tests.support.boards import publish
 from tests.support.live import NOW, OnlyBoards, submit
+from tests.support.live import RecordedMessages as Recorded
 from tests.support.reference_model import ModelBoard
 
 # 11 entries: top20 ends at ceil(2.2) = rank 3, top50 at ceil(5.5) = rank 6;
@@ -33,19 +32,6 @@ PERCENT = {
 }
 MEDALS = {"by": "score", "tiers": [{"name": "gold", "score": 90}, {"name": "silver", "score": 50}]}
 ALL_TIME = Channel("all-time", current_period("all-time", NOW).id, None)
-
-
-class Recorded:
-    """An event API that keeps what it is sent, by channel."""
-
-    def __init__(self) -> None:
-        self.messages: list[tuple[str, dict[str, Any]]] = []
-
-    def publish(self, channel: str, events: list[str]) -> None:
-        self.messages.extend((channel, json.loads(e)) for e in events)
-
-    def on(self, channel: str) -> list[dict[str, Any]]:
-        return [m for c, m in self.messages if c == channel]
 
 
 def _publisher(index: RedisIndex, board_id: str) -> tuple[LivePublisher, Recorded]:

@@ -3,6 +3,7 @@ reference model."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime
 from typing import Any
@@ -75,3 +76,16 @@ class OnlyBoards(LiveIndex):
 
     def catalog(self) -> list[dict[str, Any]]:
         return [b for b in super().catalog() if b["board_id"] in self.board_ids]
+
+
+class RecordedMessages:
+    """An event API that keeps the messages it is sent, by channel."""
+
+    def __init__(self) -> None:
+        self.messages: list[tuple[str, dict[str, Any]]] = []
+
+    def publish(self, channel: str, events: list[str]) -> None:
+        self.messages.extend((channel, json.loads(e)) for e in events)
+
+    def on(self, channel: str) -> list[dict[str, Any]]:
+        return [m for c, m in self.messages if c == channel]
