@@ -159,6 +159,8 @@ class LeagueReads(ReadBase):
         cached = self._leagues.get(board_id)
         if cached is None or cached[0] <= now:
             board = BoardConfig.from_public(self.get_board(board_id))
+            # the season is placed with the same board's calendar: not looked up again
+            self._remember_calendar(board_id, board.calendar())
             if len(self._leagues) > 4096:
                 self._leagues.clear()
             cached = (now + CALENDAR_SECONDS, board.league)

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from leaderboard.domain.boards import script_calendar
 from leaderboard.domain.errors import Unprocessable
 from leaderboard.domain.hooks import HookConfig
+from leaderboard.domain.leagues import League
 from leaderboard.domain.periods import CUSTOM, Calendar, Period, Windows
 from leaderboard.domain.score_tiers import Tiering
 from leaderboard.domain.submissions import Submission
@@ -46,8 +47,8 @@ class WriteRules:
     hook: HookConfig | None = None  # the board's validation hook (not the script's concern)
     teams: str | None = None  # the board's team aggregate ("sum", "best"), or no teams
     calendar: Calendar | None = None  # where the board's custom periods fall; None: none kept
-    league: str = ""  # a league's rules (League.script_rules); '' = none
-    league_tiers: tuple[str, ...] = ()  # its tier names, lowest first
+    league: str = ""  # a league's rules as the scripts read them (League.script_rules); '' = none
+    league_config: League | None = None  # the same, parsed once (a write's answer names tiers)
     tiering: Tiering | None = None  # the board's score tiers, named on every standing read
     # a tournament's rules as its cfg keeps them ('' = none): a one-shot tournament's are the
     # scripts' as they are, a recurring one's get each window's bounds (`tournament_at`)
@@ -111,7 +112,9 @@ class WriteRules:
             calendar=script_calendar(cfg),
             tournament=cfg.get("tour", ""),
             league=cfg["lg"]["rules"] if cfg.get("lg") else "",
-            league_tiers=tuple(cfg["lg"]["tiers"]) if cfg.get("lg") else (),
+            league_config=League.from_script(cfg["lg"]["rules"], cfg["lg"]["tiers"])
+            if cfg.get("lg")
+            else None,
             tiering=Tiering.from_script(cfg.get("tiers")),
         )
 

@@ -46,9 +46,7 @@ class IndexBase:
         """The board's league as this process's cached rules have it (None: no league, or
         rules not cached: a board's first write caches them)."""
         rules = self._rules.get(board_id)
-        if rules is None or not rules.league:
-            return None
-        return League.from_script(rules.league, rules.league_tiers)
+        return rules.league_config if rules is not None else None
 
     def _arrival(self) -> int:
         """Microseconds on this host's clock, never going back within the process."""
