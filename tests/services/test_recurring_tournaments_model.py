@@ -14,10 +14,8 @@ and the sign-up and attempt keys removed once a window is over."""
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections import defaultdict
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -38,6 +36,7 @@ from leaderboard.stores.aws.event_bus import ListSink as EventListSink
 from leaderboard.stores.postgres.database import Database
 from leaderboard.stores.postgres.record import StandingsStore
 from tests.domain.test_schedules import Expression, reference_fires
+from tests.services.test_tournaments import _together
 from tests.support.boards import ListSink, MovableClock
 from tests.support.examples import examples
 
@@ -162,21 +161,6 @@ expressions = st.builds(
 def _database(url: str) -> Database:
     """One connection for every example (each would otherwise keep its own open)."""
     return Database(url)
-
-
-def _together(calls) -> list[object]:
-    """Each call in its own thread, all released at once: what each returned or its reason."""
-    gate = threading.Barrier(len(calls))
-
-    def run(call):
-        gate.wait()
-        try:
-            return call()
-        except TournamentRefused as refused:
-            return refused.details["reason"]
-
-    with ThreadPoolExecutor(len(calls)) as pool:
-        return list(pool.map(run, calls))
 
 
 @settings(max_examples=examples(5))
