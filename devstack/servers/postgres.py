@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import importlib.util
 import os
@@ -51,7 +52,15 @@ def _pg_bin_dir() -> Path:
 
 
 def _ensure_system_user(name: str) -> pwd.struct_passwd:
-    """Look up (creating if missing) the unprivileged account postgres runs as under root."""
+    """Look up (creating if missing) the unprivileged account postgres runs as under root.
+    One process at a time: two useradds at once (test workers starting together on a new
+    machine) each wrote the account, and one got a uid the user database no longer held."""
+    with (Path(tempfile.gettempdir()) / f".{name}.useradd.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _lookup_or_add_user(name)
+
+
+def _lookup_or_add_user(name: str) -> pwd.struct_passwd:
     try:
         return pwd.getpwnam(name)
     except KeyError:
