@@ -8,8 +8,8 @@ The plain board is the same board without its league, so every ratio is the leag
 1. The boards, loaded fast (pipelines writing the keys submit.lua writes: the season set,
    reference counts, registry, sequence and score range; on the league board the last settled
    season's tiers (`lg:tier`, with its `~settled` marker), each player's group
-   (`lg:g:<season>`), the tiers' placed counts (`lg:n:<season>`) and the group sets
-   (`gz:<season>:<tier.number>`)). Every run first checks the loader on a small league against
+   (`lg:g:<season>`) and the tiers' placement lists (`lg:o:<season>:<tier>`): a group keeps no
+   set of its own). Every run first checks the loader on a small league against
    the same players written through the service's own submissions: every key equal
    (`check_loader`), or the suite fails.
 2. Redis CPU per call, measured hot as benchmarks/submit_cpu.py does: the calls are made once
@@ -150,7 +150,7 @@ def load_league(
     each tier's groups."""
     keys = BoardKeys(board_id)
     pfx = keys.prefix
-    zset, groups_map, opened = keys.zset(season), f"{pfx}lg:g:{season}", f"{pfx}lg:n:{season}"
+    zset, groups_map = keys.zset(season), f"{pfx}lg:g:{season}"
     placed = [0] * len(TIERS)
     high = 0
     total = len(people.tiers)
@@ -160,7 +160,7 @@ def load_league(
         pipe.hset(f"{pfx}lg:tier", mapping={player(i): people.tiers[i] for i in ids})
         scored: dict[Any, Any] = {}  # player -> score (redis-py's mappings take Any keys)
         where: dict[Any, Any] = {}  # player -> group
-        sets: dict[str, dict[Any, Any]] = {}
+        order: dict[int, list[str]] = {}  # tier -> players placed, in order
         for i in ids:
             score = people.scores[i]
             if score is None:
@@ -170,20 +170,18 @@ def load_league(
             placed[tier] += 1
             scored[player(i)] = score
             where[player(i)] = group
-            sets.setdefault(group, {})[player(i)] = score
+            order.setdefault(tier, []).append(player(i))
             high = max(high, score)
         if scored:
             pipe.zadd(zset, scored)
             pipe.hset(groups_map, mapping=where)
             pipe.hset(keys.refs, mapping=dict.fromkeys(scored, 1))
-            for group, members in sets.items():
-                pipe.zadd(f"{pfx}gz:{season}:{group}", members)
+            for tier, placed_now in order.items():
+                pipe.rpush(f"{pfx}lg:o:{season}:{tier}", *placed_now)
         pipe.execute()
     client.hset(f"{pfx}lg:tier", "~settled", settled)
     count = sum(placed)
     if count:
-        fields: dict[Any, Any] = {str(tier): n for tier, n in enumerate(placed) if n}
-        client.hset(opened, mapping=fields)
         client.sadd(keys.registry, season)
         client.set(keys.seq, count)
         client.set(keys.range, f"0 {high}")
@@ -224,6 +222,8 @@ def _dump(client: redis.Redis, board_id: str) -> dict[str, Any]:
             out[key] = client.hgetall(key)
         elif kind == "set":
             out[key] = client.smembers(key)
+        elif kind == "list":
+            out[key] = client.lrange(key, 0, -1)
         else:
             out[key] = client.get(key)
     return out
@@ -443,7 +443,13 @@ def _check_replayed(
     same = [
         (keys.outbox, lambda c: c.xlen(keys.outbox)),
         (keys.zset(season), lambda c: c.zcard(keys.zset(season))),
-        (f"{keys.prefix}lg:n:{season}", lambda c: c.hgetall(f"{keys.prefix}lg:n:{season}")),
+        *(
+            (
+                f"{keys.prefix}lg:o:{season}:{t}",
+                lambda c, t=t: c.llen(f"{keys.prefix}lg:o:{season}:{t}"),
+            )
+            for t in range(len(TIERS))
+        ),
         (f"{keys.prefix}lg:g:{season}", lambda c: c.hlen(f"{keys.prefix}lg:g:{season}")),
         (keys.seq, lambda c: c.get(keys.seq)),
     ]
@@ -601,8 +607,8 @@ def season_end(redis_url: str, database_url: str, settings: Settings) -> dict[st
     season, _ = seasons(_board(board_id, board_body(settings, league=True)))
     closed = season.ends_at
     assert closed is not None
-    opened = client.hgetall(f"{BoardKeys(board_id).prefix}lg:n:{season.id}")
-    groups = sum(-(-int(v) // settings.group_size) for v in opened.values())
+    opened = index.league_tiers(board_id, season.id)
+    groups = sum(-(-players // settings.group_size) for players in opened.values())
     sink = _Sink()
     rollover = Rollover(
         db,

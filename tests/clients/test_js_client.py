@@ -208,10 +208,11 @@ def test_the_readme_league_example_runs(stack: Stack, tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert result.stdout.splitlines() == [
-        "bronze bronze-1 1 promotion",
+        "bronze bronze-1 true",
         "bronze 1 1",
         "silver 0 0",
         "gold 0 0",
+        "1 promotion",
         "1 ada 120 promotion",
         "lines 1 null",
         "true",

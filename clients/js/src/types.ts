@@ -265,21 +265,15 @@ export interface Standing {
   [key: string]: unknown;
 }
 
-/** A submission's place in its league group (league boards only: `SubmitResult.league`). */
+/**
+ * A submission's league group (league boards only: `SubmitResult.league`). A write ranks no
+ * group: the rank, zone and lines are `leaguePlayer(boardId, playerId)`'s.
+ */
 export interface LeaguePlace {
   /** The season's period id. */
   season: string;
   tier: string;
   group_id: string;
-  /** Within the group; null for a hidden player. */
-  rank: number | null;
-  /** Visible players in the group. */
-  players: number;
-  zone: LeagueZone | null;
-  /** The last rank promoted (null: the top tier, or nobody is). */
-  promotion_line: number | null;
-  /** The first rank relegated (null: the lowest tier, or nobody is). */
-  relegation_line: number | null;
   /** True on the write that placed the player in the group (their first of the season). */
   placed: boolean;
 }

@@ -174,19 +174,12 @@ class Standing(TypedDict):
 
 
 class LeaguePlace(TypedDict):
-    """A submission's place in its league group (league boards only)."""
+    """A submission's league group (league boards only). A write ranks no group: the rank,
+    zone and lines are get_league_player's."""
 
     season: str
     tier: str
     group_id: str
-    rank: int | None
-    """Within the group; None for a hidden player."""
-    players: int
-    zone: LeagueZone | None
-    promotion_line: int | None
-    """The last rank promoted (None: the top tier, or nobody is)."""
-    relegation_line: int | None
-    """The first rank relegated (None: the lowest tier, or nobody is)."""
     placed: bool
     """True on the write that placed the player (their first accepted write of the season)."""
 
@@ -201,7 +194,7 @@ class ScoreResult(TypedDict):
     version: int
     standings: list[Standing]
     league: NotRequired[LeaguePlace]
-    """On a league board only: the player's place in their group after this write."""
+    """On a league board only: the player's group (its standings are get_league_player's)."""
 
 
 class SubmitResult(ScoreResult):

@@ -134,3 +134,15 @@ def test_records_of_the_previous_script_still_parse():
     assert [(e.period, e.region, e.player_id, e.gone) for e in parsed.evictions] == [
         ("all-time", None, "zed", True)
     ]
+
+
+def test_league_lines_of_the_group_set_script_still_parse():
+    """An idempotency record from before groups kept no standings carries the group's rank and
+    size on its league line; a replay answers the group from it as a new record would."""
+    head = "e1\t1\t7\t1700000000000\tincrement\n2026-11-30T000000Z\t15\t2\t1\t\t"
+    old = _parse_record(head + "\n~\t2026-11-30T000000Z\t1.3\t2\t1\t30", replayed=True)
+    new = _parse_record(head + "\n~\t2026-11-30T000000Z\t1.3\t1", replayed=True)
+    assert old.league == new.league
+    assert new.league is not None and (new.league.group, new.league.placed) == ("1.3", True)
+    later = _parse_record(head + "\n~\t2026-11-30T000000Z\t1.3\t\t0\t30", replayed=True)
+    assert later.league is not None and not later.league.placed

@@ -222,6 +222,12 @@ class League:
             int(start),
         )
 
+    def placement(self, season: str, group: str) -> dict[str, Any]:
+        """A write's answer on a league board: the player's group (`group` as the scripts name
+        it), without its standings (a read's: a write ranks no group)."""
+        tier, number = script_group(group)
+        return {"season": season, "tier": self.tiers[tier], "group_id": self.group_id(tier, number)}
+
     def standing(self, season: str, group: str, rank: int | None, members: int) -> dict[str, Any]:
         """A player's place in their group as the API shows it (`group` as the scripts name
         it; rank None: the player is hidden)."""

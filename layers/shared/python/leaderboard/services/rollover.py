@@ -361,7 +361,7 @@ class Rollover:
                 if not keep_going():
                     raise OutOfTime
         if board.league is not None and is_custom_period_id(period_id):
-            self.index.drop_season(board.board_id, period_id, board.league.group_size)
+            self.index.drop_season(board.board_id, period_id, len(board.league.tiers))
         self.archive.mark_purged(board.board_id, period_id, now)
         report.purged.append(f"{board.board_id}/{period_id}")
         log.info("freed the serving keys of %s %s", board.board_id, period_id)

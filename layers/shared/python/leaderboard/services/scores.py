@@ -304,7 +304,6 @@ def _response(
         "standings": [s.to_json() for s in result.standings],
     }
     if result.league is not None and league is not None:
-        place = result.league
-        body["league"] = league.standing(place.season, place.group, place.rank, place.members)
-        body["league"]["placed"] = place.placed
+        body["league"] = league.placement(result.league.season, result.league.group)
+        body["league"]["placed"] = result.league.placed
     return body

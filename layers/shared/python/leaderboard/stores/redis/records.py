@@ -43,15 +43,13 @@ class WatchStanding:
 
 @dataclass(frozen=True, slots=True)
 class LeaguePlace:
-    """A league board's submission: the season, the group it was ranked in (as the scripts
-    name it, "tier.number"), the rank there, whether this write placed the player, the group's
-    visible players."""
+    """A league board's submission: the season, the player's group in it (as the scripts name
+    it, "tier.number") and whether this write placed the player. The group's standings are a
+    read's (a write keeps none: league.lua)."""
 
     season: str
     group: str
-    rank: int | None
     placed: bool
-    members: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,13 +105,8 @@ def parse_record(record: str, replayed: bool, rules: WriteRules | None = None) -
     for line in lines:
         fields = line.split("\t")
         if fields[0] == "~":  # a league board's group
-            league = LeaguePlace(
-                fields[1],
-                fields[2],
-                int(fields[3]) if fields[3] else None,
-                fields[4] == "1",
-                int(fields[5]),
-            )
+            # before the groups kept no standings: "~ season group rank placed players"
+            league = LeaguePlace(fields[1], fields[2], fields[-2 if len(fields) > 4 else 3] == "1")
             continue
         at = 1 if fields[0] == "-" else 0
         if len(fields) == 5:  # a pre-issue-22 line: period and region in two fields

@@ -1,6 +1,6 @@
--- uses: tiebreakers, standing, teams, wake, league (lua_shared/, prepended in this order when loaded)
+-- uses: tiebreakers, standing, teams, wake (lua_shared/, prepended in this order when loaded)
 -- Remove a player from every period and region of a board, with its metadata (and on a league
--- board from each season's group, with their tier); a hidden
+-- board their tier: with no entry they are in no group's standings, league.lua); a hidden
 -- player's entries too (in the sets' shadows), and on a team board their contributions to
 -- teams (teams.lua). Whether the player is hidden stays as it was.
 -- The registry lists the board's sorted sets; their names are built from the board's own key
@@ -39,10 +39,6 @@ for _, suffix in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   local member = redis.call('HGET', mkey, player)
   if member then redis.call('HDEL', mkey, player) else member = player end
   removed = removed + redis.call('ZREM', zkey, member) + redis.call('ZREM', prefix .. 'zh:' .. suffix, member)
-  if cfg.lg then -- a league season: the player's group too (league.lua)
-    local gz, gzh = league_group_sets(prefix, suffix, player)
-    if gz then redis.call('ZREM', gz, member, player); redis.call('ZREM', gzh, member, player) end
-  end
 end
 if cfg.lg then redis.call('HDEL', prefix .. 'lg:tier', player) end
 redis.call('HDEL', KEYS[2], player)

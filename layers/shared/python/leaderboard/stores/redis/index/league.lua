@@ -6,9 +6,9 @@
 -- 'finish', which puts the new tiers in place with the season marked settled, at once: until
 -- then the submit script works a first write's tier out from the closed season itself.
 -- KEYS: 1 cfg. ARGV: 1 op, 2 season, then by op:
---   'tiers'  -> {'OK', lg:n:<season> as HGETALL: tier, players placed, ...}
+--   'tiers'  -> {'OK', {tier, players placed, ...} for the tiers anyone was placed in}
 --            (or {'ERR', 'no_board'|'no_league'})
---   'begin'  -> {'DONE'} when the season is settled, else {'OK', HGETALL of lg:n:<season>}
+--   'begin'  -> {'DONE'} when the season is settled, else {'OK', the tiers as 'tiers' gives them}
 --   'groups' 3 tier, 4 first group number, 5 last -> {'OK', players}
 --   'idle'   3 HSCAN cursor, 4 count -> {'OK', next cursor, players}
 --   'finish' -> {'OK'}
@@ -20,18 +20,30 @@ local cfg = cjson.decode(raw)
 if not cfg.lg then return {'ERR', 'no_league'} end
 local op, season = ARGV[1], ARGV[2]
 local pfx = string.sub(KEYS[1], 1, #KEYS[1] - 3)
-local open = pfx .. 'lg:n:' .. season
+local L = league_lib()
+local R = L.rules(cfg.lg.rules)
 
-if op == 'tiers' then return {'OK', redis.call('HGETALL', open)} end
+-- tier, players placed in it, ... for the tiers anyone was placed in this season
+local function placed()
+  local out = {}
+  for tier, key in ipairs(league_tier_lists(pfx, season, R.top)) do
+    local n = redis.call('LLEN', key)
+    if n > 0 then out[#out + 1] = tostring(tier - 1); out[#out + 1] = n end
+  end
+  return out
+end
+
+if op == 'tiers' then return {'OK', placed()} end
 
 local settled = redis.call('HGET', pfx .. 'lg:tier', '~settled')
 if op == 'begin' then
   if settled == season then return {'DONE'} end
   -- a league nobody has played yet: no tier to move (a board's every season would else cost
   -- the steps below, a minute's seasons on a busy stack)
-  if redis.call('EXISTS', pfx .. 'lg:tier', open) == 0 then return {'DONE'} end
+  local tiers = placed()
+  if #tiers == 0 and redis.call('EXISTS', pfx .. 'lg:tier') == 0 then return {'DONE'} end
   redis.call('DEL', pfx .. 'lg:next')
-  return {'OK', redis.call('HGETALL', open)}
+  return {'OK', tiers}
 end
 
 local nxt, moves = pfx .. 'lg:next', pfx .. 'lg:mv:' .. season
@@ -43,8 +55,6 @@ if op == 'moves' then
   return {'OK', scan[1], table.concat(scan[2], ' ')}
 end
 
-local L = league_lib()
-local R = L.rules(cfg.lg.rules)
 -- Each player's new tier and move, written a batch of players a call (one HSET a player and
 -- key cost the settling most of its time): `put` gathers, `flush` writes.
 local nt, mv, gathered = {}, {}, 0
@@ -64,6 +74,7 @@ end
 
 if op == 'groups' then
   local how = ranking(cfg)
+  local zkey, mkey = pfx .. 'z:' .. season, pfx .. 'm:' .. season
   local tier = tonumber(ARGV[3])
   local players = 0
   -- tiers and ranks as text, each formatted once a call (a number's formatting was most of
@@ -77,31 +88,26 @@ if op == 'groups' then
   for number = tonumber(ARGV[4]), tonumber(ARGV[5]) do
     local g = tier .. '.' .. number
     local head, mid = str(tier) .. ' ', ' ' .. g .. ' '
-    local gz = pfx .. 'gz:' .. season .. ':' .. g
-    local rows
-    if how.desc then rows = redis.call('ZREVRANGE', gz, 0, -1, 'WITHSCORES')
-    else rows = redis.call('ZRANGE', gz, 0, -1, 'WITHSCORES') end
+    local rows, missing = league_group_rows(pfx, season, g, R.size, how, zkey, mkey)
     local members = #rows / 2
-    local rank, last = 0, nil
-    for i = 1, #rows, 2 do
-      local member, score = rows[i], rows[i + 1]
-      local same = score -- what equal ranks share
-      if how.spec then same = tb_group(member, how.ncols) end
-      local position = (i + 1) / 2
-      if how.first or same ~= last then rank = position end
-      last = same
+    league_ranked(rows, how, function(_, rank, member)
       local player = member
       if how.keyed then player = member_player(member) end
       local new = str(L.moved(R, tier, rank, members))
       put(player, new, head .. new .. mid .. str(rank))
       players = players + 1
-    end
-    -- hidden players placed in the group keep their tier
-    for _, member in ipairs(redis.call('ZRANGE', pfx .. 'gzh:' .. season .. ':' .. g, 0, -1)) do
-      local player = member
-      if how.keyed then player = member_player(member) end
-      put(player, str(tier), head .. str(tier) .. mid .. '-')
-      players = players + 1
+    end)
+    -- hidden players placed in the group keep their tier (a removed player left the league)
+    if #missing > 0 then
+      local asked = {}
+      for i, m in ipairs(missing) do asked[i] = m[2] or '' end
+      local hidden = redis.call('ZMSCORE', pfx .. 'zh:' .. season, unpack(asked))
+      for i, m in ipairs(missing) do
+        if m[2] and hidden[i] then
+          put(m[1], str(tier), head .. str(tier) .. mid .. '-')
+          players = players + 1
+        end
+      end
     end
   end
   flush()

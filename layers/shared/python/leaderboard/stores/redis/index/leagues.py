@@ -116,18 +116,12 @@ class LeagueCommands(IndexBase):
         self.client.unlink(f"{BoardKeys(board_id).prefix}lg:mv:{season}")
 
     @guarded
-    def drop_season(self, board_id: str, season: str, group_size: int) -> None:
-        """Free a purged season's league keys: its groups, placements and moves."""
+    def drop_season(self, board_id: str, season: str, tiers: int) -> None:
+        """Free a purged season's league keys: its placements (one list a tier of the
+        league's `tiers`) and moves."""
         prefix = BoardKeys(board_id).prefix
-        placed = {
-            _text(k): int(v) for k, v in self.client.hgetall(f"{prefix}lg:n:{season}").items()
-        }
-        keys = [f"{prefix}lg:n:{season}", f"{prefix}lg:g:{season}", f"{prefix}lg:mv:{season}"]
-        for tier, players in placed.items():
-            for number in range(1, -(-players // group_size) + 1):
-                keys += [
-                    f"{prefix}gz:{season}:{tier}.{number}",
-                    f"{prefix}gzh:{season}:{tier}.{number}",
-                ]
-        for start in range(0, len(keys), 1000):
-            self.client.unlink(*keys[start : start + 1000])
+        self.client.unlink(
+            f"{prefix}lg:g:{season}",
+            f"{prefix}lg:mv:{season}",
+            *(f"{prefix}lg:o:{season}:{tier}" for tier in range(tiers)),
+        )

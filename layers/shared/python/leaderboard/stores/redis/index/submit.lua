@@ -50,7 +50,7 @@
 -- among equal scores, for the live publisher's "who passed whom"), then one
 -- "-\tsuffix\tplayer\tgone" line per entry max_entries evicted (gone = 1: that player is left on
 -- no set of the board, so its metadata was dropped); on league boards last one
--- "~\tseason\tgroup\trank in it\tplaced now (1|0)\tvisible players in it" line (league.lua).
+-- "~\tseason\tgroup\tplaced now (1|0)" line (league.lua: the group's standings are a read's).
 local mode, fp = ARGV[11], ARGV[8]
 local inc = mode == 'increment'
 -- got: {cfg, [score range], [idempotency record]}
@@ -258,7 +258,7 @@ end end
 
 -- League boards: the player's group this season, placed on their first write (league.lua).
 local lg = ARGV[28] or ''
-local LG -- {season, group, placed now, visible set, the board's key prefix}
+local LG -- {season, group, placed now}
 if lg ~= '' then
   local season, prev, prev2, rules = string.match(lg, '^(%S+) (%S+) (%S+) (.*)$')
   local lpfx = string.sub(KEYS[1], 1, #KEYS[1] - 3)
@@ -281,14 +281,12 @@ if lg ~= '' then
         tonumber(got[1]), got[2] or '-')
       if not tier then return {'ERR', 'league_settling'} end
     end
-    local count = redis.call('HINCRBY', lpfx .. 'lg:n:' .. season, tier, 1)
+    local count = redis.call('RPUSH', lpfx .. 'lg:o:' .. season .. ':' .. tier, player)
     g = tier .. '.' .. (math.floor((count - 1) / tonumber(size)) + 1)
     redis.call('HSET', lpfx .. 'lg:g:' .. season, player, g)
     placed = true
   end
-  LG = {season = season, group = g, placed = placed, set = lpfx .. 'gz:' .. season .. ':' .. g,
-        zkey = lpfx .. 'z:' .. season, -- the season's global set (Lua compares interned strings)
-        pfx = lpfx}
+  LG = {season = season, group = g, placed = placed}
 end
 
 local version = redis.call('INCR', KEYS[4])
@@ -499,21 +497,6 @@ for i = 1, n do
     elseif desc then rank = redis.call('ZCOUNT', zv, '(' .. shown, '+inf') + 1
     else rank = redis.call('ZCOUNT', zv, '-inf', '(' .. shown) + 1 end
   end
-  if LG and zv == LG.zkey then
-    -- The season's entry, mirrored in the player's group (its shadow while hidden): same
-    -- member, same score, so the group ranks as the season does.
-    local gz = LG.set
-    if hidden then gz = LG.pfx .. 'gzh:' .. LG.season .. ':' .. LG.group end
-    if changed then
-      if old_member and old_member ~= member then redis.call('ZREM', gz, old_member) end
-      redis.call('ZADD', gz, new_text, member)
-    end
-    -- its rank there, counted as the season's above
-    if lexed then LG.rank = tb_rank(LG.set, desc, new_sk .. kept)
-    elseif not plain then LG.rank = place(LG.set, shown, member, #kept, hidden)
-    elseif desc then LG.rank = redis.call('ZCOUNT', LG.set, '(' .. shown, '+inf') + 1
-    else LG.rank = redis.call('ZCOUNT', LG.set, '-inf', '(' .. shown) + 1 end
-  end
   -- One string for all lines, built once (each line its own string costs more than its work).
   local at = #parts
   parts[at + 1] = '\n'
@@ -538,8 +521,7 @@ for i = 1, n do
   end
 end
 if LG then
-  parts[#parts + 1] = '\n~\t' .. LG.season .. '\t' .. LG.group .. '\t' .. (LG.rank or '') .. '\t'
-    .. (LG.placed and '1' or '0') .. '\t' .. redis.call('ZCARD', LG.set)
+  parts[#parts + 1] = '\n~\t' .. LG.season .. '\t' .. LG.group .. '\t' .. (LG.placed and '1' or '0')
 end
 -- Whether an evicted player is gone (on no set of the board) is decided only now: the
 -- submitting player may leave one set and enter another in this same script.

@@ -1,4 +1,4 @@
--- uses: tiebreakers, teams, wake, league (lua_shared/, prepended in this order when loaded)
+-- uses: tiebreakers, teams, wake (lua_shared/, prepended in this order when loaded)
 -- Hide a player on a board (a shadow ban), or show them again, atomically: each of the
 -- player's entries moves between its set and the set's shadow (hidden.lua), the board's list of
 -- hidden players changes (and with its first, or last, player the space at the end of the
@@ -8,7 +8,7 @@
 -- outbox entry names the sets whose visible entries changed, for the live publisher; the
 -- relay does not send it on (the admin route records the hiding in PostgreSQL first).
 --
--- On a league board so does the entry in each season's group of the player (league.lua).
+-- A league group has no set of its own to move (league.lua: a read ranks it from the sets).
 -- On a team board the player's contributions move the same way, between each team's members
 -- set and its shadow, and the teams' scores change with them (teams.lua).
 -- KEYS: 1 cfg, 2 set registry, 3 hidden players, 4 sequence, 5 outbox.
@@ -80,11 +80,6 @@ for _, suffix in ipairs(redis.call('SMEMBERS', KEYS[2])) do
     local from, to = z, zh
     if not hide then from, to = zh, z end
     local score = redis.call('ZSCORE', from, member)
-    if score and cfg.lg then -- a league season: the entry in the player's group moves too
-      local gz, gzh = league_group_sets(prefix, suffix, player)
-      if gz and hide then redis.call('ZREM', gz, member); redis.call('ZADD', gzh, score, member)
-      elseif gz then redis.call('ZREM', gzh, member); redis.call('ZADD', gz, score, member) end
-    end
     if score then
       local before, after = '', ''
       if hide then before = rank_in(z, member, score) end

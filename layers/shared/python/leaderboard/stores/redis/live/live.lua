@@ -186,10 +186,12 @@ local function watched(zkey, mkey, wkeys, players, before_ranks, changes, meta_k
   local function league_place(player)
     if not season then return '' end
     local pfx = string.sub(KEYS[1], 1, #KEYS[1] - 3)
-    local gz = league_group_sets(pfx, season, player)
-    if not gz then return '' end
-    local _, r = standing(how, gz, mkey, player)
-    return string.match(gz, ':([^:]+)$') .. ' ' .. (r or '') .. ' ' .. redis.call('ZCARD', gz)
+    local g = redis.call('HGET', pfx .. 'lg:g:' .. season, player)
+    if not g then return '' end
+    local rows = league_group_rows(pfx, season, g, tonumber(string.match(cfg.lg.rules, '^%d+')),
+      how, zkey, mkey)
+    local r, n = league_rank_in(rows, how, player)
+    return g .. ' ' .. (r or '') .. ' ' .. n
   end
   local whash, wrank, wdirty = wkeys[1], wkeys[2], wkeys[3]
   if redis.call('EXISTS', whash) == 0 then return {} end

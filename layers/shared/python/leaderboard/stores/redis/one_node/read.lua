@@ -1,4 +1,4 @@
--- uses: tiebreakers, hidden, lists (lua_shared/, prepended in this order when loaded)
+-- uses: tiebreakers, hidden, lists, league (lua_shared/, prepended in this order when loaded)
 -- Every read in one round trip: the window of entries, their ranks, their metadata, the total.
 --
 -- KEYS: 1 cfg, 2 sorted set, 3 member map (ties=first and tie-breaker boards), 4 metadata hash,
@@ -26,18 +26,21 @@ if ARGV[3] ~= '' and not has(cfg.regions, ARGV[3]) then return {'ERR', 'unknown_
 
 local key = KEYS[2]
 -- A league group (leagues.py, league.lua): ARGV 10 the season, 11 the group ("tier.number"; ''
--- = the group of the player ARGV 4), read from its group set; the group ends the reply.
+-- = the group of the player ARGV 4), ranked here from the season's set (KEYS 2) whole: the
+-- window and ranks below are taken from its rows; the group ends the reply.
 local group = ARGV[11]
+local lpfx
 if ARGV[10] and ARGV[10] ~= '' then
   if not cfg.lg then return {'ERR', 'no_league'} end
-  local lpfx = string.sub(KEYS[1], 1, #KEYS[1] - 3)
+  lpfx = string.sub(KEYS[1], 1, #KEYS[1] - 3)
   if group == '' then
     group = redis.call('HGET', lpfx .. 'lg:g:' .. ARGV[10], ARGV[4])
     if not group then
       return {'ERR', 'not_placed', redis.call('HGET', lpfx .. 'lg:tier', ARGV[4]) or ''}
     end
   end
-  key = lpfx .. 'gz:' .. ARGV[10] .. ':' .. group
+else
+  group = nil
 end
 local desc, first = cfg.sort == 'desc', cfg.ties == 'first'
 local spec = cfg.tb -- tie-breaker columns ("name:flipped,..."), or nil
@@ -54,7 +57,20 @@ if ranks ~= 'teams' and ARGV[8] and ARGV[8] ~= '' and string.byte(raw, -1) == 32
 end
 if HV then HV.show(key, keyed and KEYS[3] or nil) end
 
-local total = redis.call('ZCARD', key)
+local grows -- a league group's rows (league_group_rows), in the set's order
+local total
+if group then
+  grows = league_group_rows(lpfx, ARGV[10], group, tonumber(string.match(cfg.lg.rules, '^%d+')),
+    {desc = desc, keyed = keyed}, key, KEYS[3])
+  total = #grows / 2
+  if HV and HV.shown[key] then -- shown only if of this group
+    local seen = false
+    for i = 1, #grows, 2 do seen = seen or grows[i] == HV.shown[key] end
+    if not seen then HV.unshow() end
+  end
+else
+  total = redis.call('ZCARD', key)
+end
 -- A closed period whose keys were purged after archiving is served from the archive.
 if total == 0 and redis.call('HEXISTS', KEYS[5], ARGV[7]) == 1 then
   if HV then HV.unshow() end
@@ -78,7 +94,11 @@ else
   local member = ARGV[4]
   if keyed then member = redis.call('HGET', KEYS[3], ARGV[4]) end
   local pos = false
-  if member then
+  if member and grows then
+    for i = 1, #grows, 2 do
+      if grows[i] == member then pos = (i - 1) / 2; break end
+    end
+  elseif member then
     if desc then pos = redis.call('ZREVRANK', key, member) else pos = redis.call('ZRANK', key, member) end
   end
   if not pos then
@@ -94,7 +114,10 @@ else
 end
 
 local rows
-if desc then rows = redis.call('ZREVRANGE', key, start, start + size - 1, 'WITHSCORES')
+if grows then
+  rows = {}
+  for i = 2 * start + 1, math.min(#grows, 2 * (start + size)) do rows[#rows + 1] = grows[i] end
+elseif desc then rows = redis.call('ZREVRANGE', key, start, start + size - 1, 'WITHSCORES')
 else rows = redis.call('ZRANGE', key, start, start + size - 1, 'WITHSCORES') end
 
 local out = {'OK', total, start, ppos, #rows / 2, HV and HV.shown[key] and HV.player or '',
@@ -122,6 +145,15 @@ for i = 1, #rows, 2 do
       rank = prev_rank
     elseif prev_score ~= nil then
       rank = position + 1
+    elseif grows then -- the group's rows before the window: walk back over the equal ones
+      rank = position + 1
+      local group_of = spec and tb_group(member, ncols)
+      for j = 2 * position - 1, 1, -2 do
+        if tonumber(grows[j + 1]) ~= value or (spec and tb_group(grows[j], ncols) ~= group_of) then
+          break
+        end
+        rank = (j + 1) / 2
+      end
     elseif spec then
       rank = tb_rank(key, desc, tb_group(member, ncols))
     elseif desc then
