@@ -354,6 +354,36 @@ def test_a_hidden_player_leaves_the_group_tables_and_keeps_their_tier(
     assert [e["player_id"] for e in after["entries"]] == ["a", "b"]
 
 
+def test_a_removed_player_leaves_the_league_and_is_placed_again_as_new(
+    index, database_url, board_id
+):
+    """API.md Leagues: a removal takes the player out of every group and out of the league
+    (they start again in start_tier); a place once taken stays taken."""
+    clock = MovableClock(MADE)
+    admin = _league_board(index, database_url, board_id, clock, start_tier="silver")
+    scores = ScoreService(index, ListSink(), clock)
+    reads = ReadService(index, clock)
+    for player, score in (("a", 30), ("b", 20), ("c", 10)):
+        _write(scores, board_id, player, score)
+    clock.now = MADE + WEEK
+    Rollover(Database(database_url), index, clock, sink=EventListSink()).run(board_ids={board_id})
+    assert _write(scores, board_id, "a", 5)["league"]["group_id"] == "gold-1"  # promoted
+    _write(scores, board_id, "b", 4)  # silver-1
+    admin.delete_player(board_id, "a", ADMIN)
+    gone = reads.league_player(board_id, "a", {})
+    assert (gone["group_id"], gone["tier"], gone["entries"]) == (None, "silver", [])
+    # the next write places them anew, in the start tier, after the places already taken
+    again = _write(scores, board_id, "a", 7)["league"]
+    assert (again["group_id"], again["placed"]) == ("silver-1", True)
+    assert [e["player_id"] for e in reads.league_group(board_id, "silver-1", {})["entries"]] == [
+        "a",
+        "b",
+    ]
+    assert reads.league_group(board_id, "gold-1", {})["entries"] == []
+    tiers = {t["tier"]: t["players"] for t in reads.league(board_id, {})["tiers"]}
+    assert (tiers["gold"], tiers["silver"]) == (1, 2)  # gold-1's place stays taken
+
+
 def test_first_writes_before_the_settling_take_the_same_tier_and_two_behind_is_503(
     index, database_url, board_id
 ):

@@ -1,6 +1,6 @@
--- uses: tiebreakers, standing, teams, wake (lua_shared/, prepended in this order when loaded)
+-- uses: tiebreakers, standing, teams, wake, league (lua_shared/, prepended in this order when loaded)
 -- Remove a player from every period and region of a board, with its metadata (and on a league
--- board their tier: with no entry they are in no group's standings, league.lua); a hidden
+-- board from each season's group and the league: league.lua); a hidden
 -- player's entries too (in the sets' shadows), and on a team board their contributions to
 -- teams (teams.lua). Whether the player is hidden stays as it was.
 -- The registry lists the board's sorted sets; their names are built from the board's own key
@@ -39,6 +39,9 @@ for _, suffix in ipairs(redis.call('SMEMBERS', KEYS[1])) do
   local member = redis.call('HGET', mkey, player)
   if member then redis.call('HDEL', mkey, player) else member = player end
   removed = removed + redis.call('ZREM', zkey, member) + redis.call('ZREM', prefix .. 'zh:' .. suffix, member)
+  if cfg.lg and not string.find(suffix, ':', 1, true) then -- a season: out of its group
+    league_unplace(prefix, suffix, player, tonumber(string.match(cfg.lg.rules, '^%d+')))
+  end
 end
 if cfg.lg then redis.call('HDEL', prefix .. 'lg:tier', player) end
 redis.call('HDEL', KEYS[2], player)

@@ -5,7 +5,8 @@
 --   lg:g:<season>    player -> group ("tier.number") the player was placed in that season
 --   lg:o:<season>:<tier>  the players placed in the tier, in the order they were placed:
 --                    groups fill in order, so the n-th is in group floor((n - 1) / size) + 1
---                    and a group is its slice of the list (league_group_rows). A group keeps
+--                    and a group is its slice of the list (league_group_rows); a removed
+--                    player's place holds '' (league_unplace): taken, by nobody. A group keeps
 --                    no standings of its own: a write places a player with one RPUSH and
 --                    never touches the group again; a read ranks the group's few players
 --                    from the season's sets (ZMSCORE), as the season set orders them.
@@ -40,6 +41,11 @@ local function league_group_rows(pfx, season, g, size, how, zkey, mkey)
   local players = redis.call('LRANGE', pfx .. 'lg:o:' .. season .. ':' .. tier, from,
     from + size - 1)
   local rows, missing = {}, {}
+  local kept = {} -- a removed player's place ('') is nobody
+  for i = 1, #players do
+    if players[i] ~= '' then kept[#kept + 1] = players[i] end
+  end
+  players = kept
   if #players == 0 then return rows, missing end
   local members, asked, whose = players, players, nil
   if how.keyed then
@@ -63,6 +69,22 @@ local function league_group_rows(pfx, season, g, size, how, zkey, mkey)
     rows[2 * i - 1], rows[2 * i] = entries[i][2], entries[i][3]
   end
   return rows, missing
+end
+
+-- Take `player` out of their group of season `season` (an admin removal): their place in the
+-- tier's list becomes '' (taken, by nobody: the groups after it keep their players) and they
+-- are placed again, as a new player, by their next write of the season.
+local function league_unplace(pfx, season, player, size)
+  local map = pfx .. 'lg:g:' .. season
+  local g = redis.call('HGET', map, player)
+  if not g then return end
+  local tier, number = string.match(g, '^(%d+)%.(%d+)$')
+  local list = pfx .. 'lg:o:' .. season .. ':' .. tier
+  local from = (tonumber(number) - 1) * size
+  for i, p in ipairs(redis.call('LRANGE', list, from, from + size - 1)) do
+    if p == player then redis.call('LSET', list, from + i - 1, ''); break end
+  end
+  redis.call('HDEL', map, player)
 end
 
 -- A group's rows (league_group_rows) ranked as the board ranks: calls each(position, rank,
