@@ -19,7 +19,8 @@ What this file found against the documents when written (2026-11-28): an admin r
 take a league player out of their group or out of the league. `GET .../league/players/{removed}`
 still names their old group and the tier they held (not a player placed in no group, in
 `start_tier`), and their next write answers `placed: false` in that old group, back in its
-standings: test_admin_removal_takes_the_player_out_of_the_league is marked xfail (strict) for it.
+standings: test_admin_removal_takes_the_player_out_of_the_league (fixed since: the removal
+now empties the player's place).
 Everything else (the `league` object of single, replayed and batched writes, first come first
 served groups, shared and first ties on asc and desc boards, lines and zones with counts and
 percentages, hidden players, the next season's placement from the zones) matched the model.
@@ -842,17 +843,6 @@ def end_season_now(env: Env, s: Session) -> str:
     return period_id(ends_at)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "API.md Leagues: an admin removal 'takes the player out of every group and out of the "
-        "league (they start again in start_tier)'. The service keeps the removed player's "
-        "place: GET .../league/players/{removed} still answers their old group_id (and its "
-        "entries, rank null) and the tier they held, and their next write answers placed: false "
-        "in that same old group (a gold group here, not start_tier silver), putting them back "
-        "in its standings."
-    ),
-)
 def test_admin_removal_takes_the_player_out_of_the_league(env: Env) -> None:
     """A player promoted to gold, then removed by an admin: a read of them finds no group and
     the start tier; their next write starts them again in start_tier."""
