@@ -1114,3 +1114,265 @@ def test_the_webhook_delivery_function_has_least_privilege():
         "WebhookSubnetIds",
         "SubnetIds",
     )
+
+
+# --- the operator console: a private bucket, its CloudFront distribution, the API's CORS -----
+CONSOLE_ORIGIN = {"Fn::Sub": "https://${ConsoleDistribution.DomainName}"}
+CONSOLE_RESOURCES = {
+    "ConsoleBucket": "AWS::S3::Bucket",
+    "ConsoleBucketPolicy": "AWS::S3::BucketPolicy",
+    "ConsoleOriginAccessControl": "AWS::CloudFront::OriginAccessControl",
+    "ConsoleHeadersPolicy": "AWS::CloudFront::ResponseHeadersPolicy",
+    "ConsoleDistribution": "AWS::CloudFront::Distribution",
+}
+DISTRIBUTION = RESOURCES["ConsoleDistribution"]["Properties"]["DistributionConfig"]
+HEADERS_POLICY = RESOURCES["ConsoleHeadersPolicy"]["Properties"]["ResponseHeadersPolicyConfig"]
+CORS = RESOURCES["HttpApi"]["Properties"]["CorsConfiguration"]
+
+
+def test_the_console_resources_exist_in_every_deployment():
+    found = {n: r["Type"] for n, r in RESOURCES.items() if n.startswith("Console")}
+    assert found == CONSOLE_RESOURCES
+    assert not any("Condition" in RESOURCES[n] for n in CONSOLE_RESOURCES)
+    kinds = {r["Type"] for r in RESOURCES.values()}
+    assert "AWS::CloudFront::CloudFrontOriginAccessIdentity" not in kinds, "OAC, not the OAI"
+    buckets = [n for n, r in RESOURCES.items() if r["Type"] == "AWS::S3::Bucket"]
+    assert buckets == ["ConsoleBucket"]
+
+
+def test_the_console_bucket_is_private_encrypted_and_has_no_acls_or_website():
+    bucket = RESOURCES["ConsoleBucket"]
+    props = bucket["Properties"]
+    assert props["PublicAccessBlockConfiguration"] == {
+        "BlockPublicAcls": True,
+        "BlockPublicPolicy": True,
+        "IgnorePublicAcls": True,
+        "RestrictPublicBuckets": True,
+    }
+    (rule,) = props["BucketEncryption"]["ServerSideEncryptionConfiguration"]
+    assert rule["ServerSideEncryptionByDefault"]["SSEAlgorithm"] in ("AES256", "aws:kms")
+    assert props["OwnershipControls"] == {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}
+    assert not {"WebsiteConfiguration", "AccessControl", "BucketName"} & set(props)
+    # Files built from this repository: deleted with the stack, once emptied (deploy.md).
+    assert bucket["DeletionPolicy"] == bucket["UpdateReplacePolicy"] == "Delete"
+    assert "VersioningConfiguration" not in props, "emptying it before a delete stays one command"
+
+
+def test_only_the_console_distribution_may_read_the_bucket_and_only_over_tls():
+    policies = [r for r in RESOURCES.values() if r["Type"] == "AWS::S3::BucketPolicy"]
+    assert len(policies) == 1
+    props = RESOURCES["ConsoleBucketPolicy"]["Properties"]
+    assert _ref(props["Bucket"]) == "ConsoleBucket"
+    statements = props["PolicyDocument"]["Statement"]
+    allows = [s for s in statements if s["Effect"] == "Allow"]
+    (allow,) = allows
+    assert allow["Principal"] == {"Service": "cloudfront.amazonaws.com"}
+    assert allow["Action"] == "s3:GetObject"  # no list, no write
+    assert allow["Resource"] == {"Fn::Sub": "${ConsoleBucket.Arn}/*"}
+    assert allow["Condition"] == {
+        "StringEquals": {
+            "AWS:SourceArn": {
+                "Fn::Sub": "arn:${AWS::Partition}:cloudfront::${AWS::AccountId}"
+                ":distribution/${ConsoleDistribution}"
+            }
+        }
+    }
+    (deny,) = [s for s in statements if s["Effect"] == "Deny"]
+    assert deny["Condition"] == {"Bool": {"aws:SecureTransport": "false"}}
+    assert deny["Principal"] == "*" and deny["Action"] == "s3:*"
+    assert len(statements) == 2
+
+
+def test_the_distribution_reads_the_bucket_through_oac_and_serves_https_only():
+    assert DISTRIBUTION["Enabled"] is True
+    assert DISTRIBUTION["DefaultRootObject"] == "index.html"
+    (origin,) = DISTRIBUTION["Origins"]
+    assert _getatt(origin["DomainName"]) == ("ConsoleBucket", "RegionalDomainName")
+    assert _getatt(origin["OriginAccessControlId"]) == ("ConsoleOriginAccessControl", "Id")
+    assert origin["S3OriginConfig"] == {"OriginAccessIdentity": ""}, "no legacy OAI"
+    oac = RESOURCES["ConsoleOriginAccessControl"]["Properties"]["OriginAccessControlConfig"]
+    assert (oac["OriginAccessControlOriginType"], oac["SigningBehavior"]) == ("s3", "always")
+    assert oac["SigningProtocol"] == "sigv4"
+    behavior = DISTRIBUTION["DefaultCacheBehavior"]
+    assert behavior["TargetOriginId"] == origin["Id"]
+    assert behavior["ViewerProtocolPolicy"] in ("redirect-to-https", "https-only")
+    assert behavior["AllowedMethods"] == ["GET", "HEAD"], "a static site: nothing is written"
+    assert _ref(behavior["ResponseHeadersPolicyId"]) == "ConsoleHeadersPolicy"
+    assert "CacheBehaviors" not in DISTRIBUTION, "one behavior, so every path gets the headers"
+    assert "ForwardedValues" not in behavior and behavior["CachePolicyId"]
+
+
+def _csp():
+    """The console's Content-Security-Policy, directive -> sources."""
+    value = HEADERS_POLICY["SecurityHeadersConfig"]["ContentSecurityPolicy"]
+    directives = {}
+    for part in _sub(value["ContentSecurityPolicy"]).split(";"):
+        name, *sources = part.split()
+        directives[name] = sources
+    return value, directives
+
+
+def test_the_console_headers_allow_its_own_scripts_the_api_and_the_live_endpoints_only():
+    value, csp = _csp()
+    assert value["Override"] is True
+    assert csp["default-src"] == ["'none'"]
+    assert csp["script-src"] == ["'self'"], "its own files: no inline script, no eval"
+    assert csp["frame-ancestors"] == ["'none'"]
+    assert csp["object-src"] == csp["base-uri"] == ["'none'"]
+    assert csp["connect-src"] == [
+        "'self'",  # config.json
+        # Any HTTP API of the region: its exact host would make a cycle (see the next test).
+        "https://*.execute-api.${AWS::Region}.${AWS::URLSuffix}",
+        "https://${LiveEventApi.Dns.Http}",
+        "wss://${LiveEventApi.Dns.Realtime}",
+    ]
+    assert not any("unsafe" in s or s in ("*", "https:", "data:") for s in csp["script-src"])
+    assert all("unsafe" not in s for sources in csp.values() for s in sources)
+    security = HEADERS_POLICY["SecurityHeadersConfig"]
+    # The token never travels in a URL the console sends anywhere: no referrer at all.
+    assert security["ReferrerPolicy"] == {"ReferrerPolicy": "no-referrer", "Override": True}
+    assert security["FrameOptions"] == {"FrameOption": "DENY", "Override": True}
+    assert security["ContentTypeOptions"] == {"Override": True}
+    hsts = security["StrictTransportSecurity"]
+    assert hsts["AccessControlMaxAgeSec"] >= 31536000 and hsts["Override"] is True
+
+
+def _dependencies(raw):
+    """Resource -> the resources it needs created first, as CloudFormation orders them after
+    the SAM transform: Ref, GetAtt, Sub and DependsOn, the function globals on every function,
+    and a function's HttpApi events turned around (the API integrates the function)."""
+    resources = raw["Resources"]
+
+    def refs(node, found):
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key == "Ref":
+                    found.add(value)
+                elif key == "Fn::GetAtt":
+                    found.add(_getatt({key: value})[0])
+                elif key == "Fn::Sub":
+                    text, variables = (value, {}) if isinstance(value, str) else value
+                    names = re.findall(r"\$\{([^!}][^}]*)\}", text)
+                    found.update(n.split(".")[0] for n in names if n not in variables)
+                    refs(variables, found)
+                else:
+                    refs(value, found)
+        elif isinstance(node, list):
+            for item in node:
+                refs(item, found)
+        return found
+
+    needs = {name: set() for name in resources}
+    globals_fn = refs(raw["Globals"]["Function"], set())
+    for name, res in resources.items():
+        res = json.loads(json.dumps(res))
+        depends = res.pop("DependsOn", [])
+        needs[name] |= {depends} if isinstance(depends, str) else set(depends)
+        for event in res.get("Properties", {}).get("Events", {}).values():
+            if event["Type"] == "HttpApi":
+                api = _ref(event["Properties"].pop("ApiId"))
+                needs[api].add(name)
+        needs[name] |= refs(res, set())
+        if res["Type"] == "AWS::Serverless::Function":
+            needs[name] |= globals_fn
+    return {name: {n for n in found if n in resources} for name, found in needs.items()}
+
+
+def _cycle(needs):
+    """A dependency cycle, as a list of resources, or None."""
+    state = {}
+
+    def visit(name, path):
+        state[name] = "open"
+        for other in sorted(needs[name]):
+            if state.get(other) == "open":
+                return [*path[path.index(other) :], other] if other in path else [name, other]
+            if other not in state and (found := visit(other, [*path, other])):
+                return found
+        state[name] = "done"
+        return None
+
+    for name in sorted(needs):
+        if name not in state and (found := visit(name, [name])):
+            return found
+    return None
+
+
+def test_the_console_and_the_api_make_no_dependency_cycle():
+    needs = _dependencies(TEMPLATE.raw)
+    assert _cycle(needs) is None
+    assert "ConsoleDistribution" in needs["HttpApi"], "the CORS origin is the distribution's"
+    assert needs["ConsoleDistribution"] >= {"ConsoleBucket", "ConsoleHeadersPolicy"}
+    assert "LiveEventApi" in needs["ConsoleHeadersPolicy"]
+    # Why connect-src names every HTTP API of the region rather than this one: its exact host
+    # would close a cycle through the CORS origin.
+    exact = json.loads(json.dumps(TEMPLATE.raw))
+    value = exact["Resources"]["ConsoleHeadersPolicy"]["Properties"]["ResponseHeadersPolicyConfig"]
+    csp = value["SecurityHeadersConfig"]["ContentSecurityPolicy"]
+    csp["ContentSecurityPolicy"]["Fn::Sub"] = _sub(csp["ContentSecurityPolicy"]).replace(
+        "https://*.execute-api", "https://${HttpApi}.execute-api"
+    )
+    assert set(_cycle(_dependencies(exact))) == {
+        "HttpApi",
+        "ConsoleDistribution",
+        "ConsoleHeadersPolicy",
+    }
+
+
+def _client_headers():
+    """What the JS client sets on a request, and what it reads from an answer."""
+    source = "\n".join(p.read_text() for p in sorted((ROOT / "clients/js/src").glob("*.ts")))
+    sent = set(re.findall(r"headers\.([A-Z][A-Za-z-]+) =", source))
+    sent |= set(re.findall(r"headers\[\"([A-Za-z-]+)\"\] =", source))
+    sent |= set(re.findall(r"headers: \{ \"([A-Za-z-]+)\":", source))
+    read = set(re.findall(r"headers\.get\(\"([a-z-]+)\"\)", source))
+    return {h.lower() for h in sent}, read
+
+
+def test_the_api_allows_exactly_the_console_origin_and_what_the_client_sends():
+    assert CORS["AllowOrigins"] == [CONSOLE_ORIGIN], "the console's origin, and no other"
+    assert "*" not in json.dumps(CORS)
+    assert not CORS.get("AllowCredentials"), "tokens go in Authorization, never in cookies"
+    sent, read = _client_headers()
+    assert sent == {"authorization", "content-type", "idempotency-key"}
+    assert set(CORS["AllowHeaders"]) == sent
+    assert read == {"retry-after", "idempotent-replayed"}
+    assert set(CORS["ExposeHeaders"]) == read
+    methods = {route.method for route in TEMPLATE.routes}
+    assert set(CORS["AllowMethods"]) == methods | {"OPTIONS"}
+    assert 0 < CORS["MaxAge"] <= 7200  # browsers cap it at 2 hours (Chromium)
+
+
+def test_the_console_outputs_and_its_sign_in_parameter():
+    outputs = TEMPLATE.raw["Outputs"]
+    assert outputs["ConsoleUrl"]["Value"] == {
+        "Fn::Sub": "https://${ConsoleDistribution.DomainName}/"
+    }
+    assert _ref(outputs["ConsoleBucketName"]["Value"]) == "ConsoleBucket"
+    assert _ref(outputs["ConsoleDistributionId"]["Value"]) == "ConsoleDistribution"
+    assert not any("Condition" in outputs[n] for n in outputs if n.startswith("Console"))
+    parameter = PARAMETERS["ConsoleSignInUrl"]
+    assert (parameter["Type"], parameter["Default"]) == ("String", "")
+    pattern = re.compile(parameter["AllowedPattern"])
+    assert pattern.fullmatch("") and pattern.fullmatch("https://auth.example.com/login?x=1")
+    for refused in ("http://auth.example.com/login", "javascript:alert(1)", "//auth.example"):
+        assert not pattern.fullmatch(refused), refused
+    interface = TEMPLATE.raw["Metadata"]["AWS::CloudFormation::Interface"]["ParameterGroups"]
+    (group,) = [g for g in interface if "ConsoleSignInUrl" in g["Parameters"]]
+    assert group["Parameters"] == ["ConsoleSignInUrl"]
+
+
+def test_every_output_is_named_in_deploy_md():
+    deploy = (ROOT / "docs/deploy.md").read_text()
+    for name in TEMPLATE.raw["Outputs"]:
+        assert f"`{name}`" in deploy, f"{name} is missing from deploy.md"
+
+
+def test_make_test_keeps_sam_validate_lint():
+    """The template's lint (cfn-lint through `sam validate --lint`, offline) is `make validate`,
+    a step of `make test`; it also finds dependency cycles (E3004)."""
+    makefile = (ROOT / "Makefile").read_text()
+    validate = re.search(r"^validate:.*\n((?:\t.*\n)+)", makefile, re.MULTILINE)
+    assert validate and "sam validate --lint" in validate.group(1)
+    steps = re.search(r"^test-steps:.*\n\t(.*)\n", makefile, re.MULTILINE)
+    assert steps and "validate" in steps.group(1).split()
