@@ -239,3 +239,13 @@ lock:
 
 clean:
 	rm -rf .aws-sam .pytest_cache .mypy_cache .ruff_cache .coverage htmlcov $(JS)/dist $(JS)/node_modules
+
+# The operator console on AWS (docs/deploy.md, "Operator console"), after `sam deploy`: builds
+# the JS client as `make run` does, then deploy/console.py uploads console/ and the client's
+# dist/ (as client/) with a config.json written from the stack's outputs to the console's
+# bucket, deletes what is no longer part of it and invalidates the distribution. The stack:
+# STACK=<name>, or samconfig.toml's for CONFIG_ENV (default: default). boto3, no AWS CLI.
+.PHONY: console-deploy
+console-deploy: setup js-client
+	$(PY) -m deploy.console $(if $(STACK),--stack '$(STACK)') $(if $(CONFIG_ENV),--config-env '$(CONFIG_ENV)') \
+		$(if $(REGION),--region '$(REGION)') $(if $(DRY_RUN),--dry-run)

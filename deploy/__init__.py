@@ -1,0 +1,1 @@
+"""Deployment helpers that run against a deployed stack (`make console-deploy`)."""
