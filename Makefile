@@ -94,7 +94,7 @@ lint: setup
 # root (explicit_package_bases) each is a module of its own, checked with the same settings.
 # The Python client library is checked strictly (pyproject.toml's override for leaderboard_client).
 typecheck: setup
-	$(VENV)/bin/mypy layers/shared/python/leaderboard devstack benchmarks chaos functions/*/app.py \
+	$(VENV)/bin/mypy layers/shared/python/leaderboard devstack deploy benchmarks chaos functions/*/app.py \
 		clients/python/src/leaderboard_client
 
 validate: setup
