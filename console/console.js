@@ -305,7 +305,9 @@ function confirmDialog({ title, body, confirmLabel, testid }) {
 /** A table with a caption and column headers; `rows` are arrays of cells (a cell is text, a
  *  node, or {node|text, class}). */
 function table({ caption, columns, rows, testid, empty, rowAttrs }) {
-  const head = h("tr", {}, columns.map((c) => h("th", { scope: "col", class: c.num ? "num" : null, text: c.label })));
+  const head = h("tr", {}, columns.map((c) =>
+    h("th", { scope: "col", class: c.num ? "num" : null },
+      c.label ? c.label : h("span", { class: "sr-only", text: "Action" }))));
   const body = h("tbody", {});
   rows.forEach((cells, index) => {
     const tr = h("tr", rowAttrs ? rowAttrs(index) : {});
