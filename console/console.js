@@ -1112,6 +1112,12 @@ async function boardView(boardId, query) {
   ready(view);
 }
 
+/** ", from X to Y" (or since X; nothing for all-time). */
+function bounds(period) {
+  if (!period.starts_at) return "";
+  return period.ends_at ? `, ${fmtTime(period.starts_at)} to ${fmtTime(period.ends_at)}` : `, since ${fmtTime(period.starts_at)}`;
+}
+
 function tournamentRules(t) {
   const parts = [];
   if (t.recurrence) parts.push(`every ${t.recurrence.cron} (${t.recurrence.timezone}), ${Math.round(t.recurrence.duration_seconds / 60)} min each`);
@@ -1357,7 +1363,7 @@ async function periodView(boardId, period, query) {
     h("p", { class: "crumbs" }, h("a", { href: "#/boards", text: "Boards" }), " / ", h("a", { href: link(["boards", boardId]), text: boardId }), " / ", period),
     h("section", { class: "panel" },
       h("p", { "data-testid": "period-info" },
-        info ? [h("span", { class: `badge ${info.status}`, text: info.status }), ` ${info.kind} period, ${fmtTime(info.starts_at)} to ${fmtTime(info.ends_at)}`] : "A period the board no longer lists."),
+        info ? [h("span", { class: `badge ${info.status}`, text: info.status }), ` ${info.kind} period${bounds(info)}`] : "A period the board no longer lists."),
       jump, box, error),
   );
   try {
@@ -1823,7 +1829,7 @@ async function tournamentView(boardId, query) {
       if (!view.alive()) return;
       box.append(
         table({
-          caption: `${fmtNumber(page.total)} players`,
+          caption: `${fmtNumber(page.total)} player${page.total === 1 ? "" : "s"}`,
           testid: "tournament-standings",
           columns: [{ label: "Rank", key: "rank", num: true }, { label: "Player", key: "player" }, { label: "Score", key: "score", num: true }, { label: "Name", key: "name" }],
           rows: page.entries.map((e) => [String(e.rank), h("a", { href: link(["boards", boardId, "players", e.player_id]), text: e.player_id }), fmtNumber(e.score), displayName(e.metadata)]),

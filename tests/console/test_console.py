@@ -1039,6 +1039,9 @@ def test_a_board_page_with_its_live_top_is_the_readmes_screenshot(
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     # the changed row's highlight (1.5 s) is over
     expect(console.page.locator("table[data-testid=live-top] tr.changed")).to_have_count(0)
+    expect(console.page.locator("[data-testid=live-status]")).to_have_attribute(
+        "data-state", "live"
+    )
     console.page.screenshot(path=str(SCREENSHOT), animations="disabled")
     data = SCREENSHOT.read_bytes()
     assert data.startswith(PNG_MAGIC) and len(data) > 20_000
