@@ -9,6 +9,7 @@ playwright (tests/support/browser.py); without them the tests are skipped.
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 import urllib.error
@@ -1036,13 +1037,51 @@ def test_a_board_page_with_its_live_top_is_the_readmes_screenshot(
         "data-player", "jo"
     )
     console.page.evaluate("document.activeElement && document.activeElement.blur()")
-    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    # the changed row's highlight (1.5 s) is over
+    # the changed row's highlight (1.5 s) is over, and the page is still live
     expect(console.page.locator("table[data-testid=live-top] tr.changed")).to_have_count(0)
     expect(console.page.locator("[data-testid=live-status]")).to_have_attribute(
         "data-state", "live"
     )
-    console.page.screenshot(path=str(SCREENSHOT), animations="disabled")
+    shot = console.page.screenshot(animations="disabled")
+    assert shot.startswith(PNG_MAGIC) and len(shot) > 20_000
+    # Written when the picture changed: not for a few anti-aliased pixels of a rounded corner,
+    # which differ between runs on a loaded machine (so `make test` leaves the file alone).
+    if not SCREENSHOT.exists() or not _same_picture(console.page, SCREENSHOT.read_bytes(), shot):
+        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        SCREENSHOT.write_bytes(shot)
     data = SCREENSHOT.read_bytes()
-    assert data.startswith(PNG_MAGIC) and len(data) > 20_000
     assert (int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")) == (1280, 800)
+
+
+def _same_picture(page: Any, old: bytes, new: bytes, noise: int = 32) -> bool:
+    """Whether two PNGs show the same picture, but for at most `noise` pixels (compared in the
+    browser's own decoder, on a canvas)."""
+    return bool(
+        page.evaluate(
+            """async ([a, b, noise]) => {
+              const load = async (data) => {
+                const image = new Image();
+                image.src = `data:image/png;base64,${data}`;
+                await image.decode();
+                return image;
+              };
+              const pixels = (image) => {
+                const canvas = document.createElement("canvas");
+                canvas.width = image.width;
+                canvas.height = image.height;
+                const context = canvas.getContext("2d");
+                context.drawImage(image, 0, 0);
+                return context.getImageData(0, 0, image.width, image.height).data;
+              };
+              const [x, y] = [await load(a), await load(b)];
+              if (x.width !== y.width || x.height !== y.height) return false;
+              const [p, q] = [pixels(x), pixels(y)];
+              let differ = 0;
+              for (let i = 0; i < p.length; i += 4) {
+                if (p[i] !== q[i] || p[i + 1] !== q[i + 1] || p[i + 2] !== q[i + 2]) differ += 1;
+              }
+              return differ <= noise;
+            }""",
+            [base64.b64encode(old).decode(), base64.b64encode(new).decode(), noise],
+        )
+    )
