@@ -1602,7 +1602,7 @@ async function moderationIndexView() {
           h("input", { id: "moderation-board", name: "board", list: "moderation-boards", autocomplete: "off", "data-testid": "moderation-board" }),
           h("datalist", { id: "moderation-boards" }, boards.slice(0, 500).map((b) => h("option", { value: b.board_id })))),
         h("button", { type: "submit", text: "Open" })),
-      h("h3", { text: "Boards with a validation hook", style: "margin-top: 1rem" }),
+      h("h3", { class: "spaced", text: "Boards with a validation hook" }),
       hooked.length
         ? h("ul", { "data-testid": "hooked-boards" }, hooked.slice(0, 100).map((b) => h("li", {}, h("a", { href: link(["moderation", b.board_id]), text: b.board_id }), ` (hook ${b.validation_hook.target})`)))
         : h("p", { class: "empty", text: "No board has a validation hook; hidden players can still be managed per board." })),

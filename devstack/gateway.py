@@ -187,15 +187,29 @@ class LocalApi:
         headers = {"content-type": "text/javascript; charset=utf-8", "cache-control": "no-cache"}
         return Reply(200, headers, module.read_bytes())
 
-    @staticmethod
-    def console_file(name: str) -> Reply:
-        """One file of the operator console (a name, never a path), or 404."""
+    def console_file(self, name: str) -> Reply:
+        """One file of the operator console (a name, never a path), or 404. The page comes with
+        the content security policy its CloudFront distribution sends on AWS (template.yaml),
+        with this stack's live endpoint, so what the policy refuses fails here too."""
         found = _CONSOLE_FILE.fullmatch(name)
         file = CONSOLE / name
         if not found or not file.is_file():
             return _message(404, "Not Found")
         headers = {"content-type": _CONTENT_TYPES[found.group(1)], "cache-control": "no-cache"}
+        if found.group(1) == "html":
+            headers["content-security-policy"] = self.console_policy()
         return Reply(200, headers, file.read_bytes())
+
+    def console_policy(self) -> str:
+        live = ""
+        if self.live:
+            ws = urlsplit(self.live["realtime_url"])
+            live = f" http://{self.live['http_host']} {ws.scheme}://{ws.netloc}"
+        return (
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+            f"connect-src 'self'{live}; manifest-src 'self'; base-uri 'none'; "
+            "form-action 'none'; frame-ancestors 'none'; object-src 'none'"
+        )
 
     def console_config(self, host: str | None) -> Reply:
         """The console's config.json for this stack: the API at the origin the page came from,

@@ -137,6 +137,15 @@ class Console:
         self.errors: list[str] = []
         self.requests: list[tuple[float, str, str]] = []  # (monotonic, method, url)
         self.page.on("pageerror", lambda error: self.errors.append(str(error)))
+        # the page is served with the content security policy it has on AWS: nothing refused
+        self.page.on(
+            "console",
+            lambda message: (
+                self.errors.append(message.text)
+                if "Content Security Policy" in message.text
+                else None
+            ),
+        )
         self.page.on(
             "request",
             lambda request: self.requests.append((time.monotonic(), request.method, request.url)),

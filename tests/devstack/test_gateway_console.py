@@ -143,3 +143,13 @@ def test_the_admin_token_route_is_not_in_the_template() -> None:
     """Local only: AWS never mints tokens (the deployment's issuer does)."""
     assert "admin-token" not in (ROOT / "template.yaml").read_text()
     assert not any(route.path.startswith("/local") for route in load().routes)
+
+
+def test_the_page_comes_with_the_deployed_content_security_policy(api: LocalApi) -> None:
+    """As its CloudFront distribution sends it on AWS: its own scripts and styles only (no
+    inline ones), and connections to itself and the live endpoint."""
+    policy = api.handle("GET", "/console/", {}).headers["content-security-policy"]
+    assert "script-src 'self';" in policy and "style-src 'self';" in policy
+    assert "connect-src 'self' http://127.0.0.1:3002 ws://127.0.0.1:3001;" in policy
+    assert "frame-ancestors 'none'" in policy and "default-src 'none'" in policy
+    assert "content-security-policy" not in api.handle("GET", "/console/console.js", {}).headers
