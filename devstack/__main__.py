@@ -44,6 +44,10 @@ def run(_: argparse.Namespace) -> int:
         f"Leaderboard API ready at {stack.url} (demo page: {stack.url}/). Ctrl-C stops it.",
         flush=True,
     )
+    print(
+        f"Operator console: {stack.url}/console/ (sign in with 'Get a local admin token')",
+        flush=True,
+    )
     live = stack.live_config()
     if live:
         print(

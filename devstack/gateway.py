@@ -46,6 +46,24 @@ OPENAPI = Path(__file__).resolve().parent.parent / "docs" / "openapi.json"
 JS_CLIENT = Path(__file__).resolve().parent.parent / "clients" / "js" / "dist"
 JS_CLIENT_PREFIX = "/client/"
 _JS_MODULE = re.compile(r"[a-z][a-z0-9_-]{0,63}\.js")
+# The operator console (console/, deployed as static files on AWS), served under /console/: its
+# files by name, the JS client under /console/client/ (where a deployment uploads it beside the
+# page), and a config.json made for this stack (docs: README, "Operator console").
+CONSOLE = Path(__file__).resolve().parent.parent / "console"
+CONSOLE_PREFIX = "/console/"
+_CONSOLE_FILE = re.compile(r"[a-z][a-z0-9_-]{0,63}\.(html|js|css|png|svg)")
+_CONTENT_TYPES = {
+    "html": "text/html; charset=utf-8",
+    "js": "text/javascript; charset=utf-8",
+    "css": "text/css; charset=utf-8",
+    "png": "image/png",
+    "svg": "image/svg+xml",
+}
+# Local only, never in template.yaml: an admin token for the console's "Get a local admin
+# token" button, minted with the stack's secret (what `make token` prints, over HTTP).
+LOCAL_ADMIN_TOKEN_PATH = "/local/admin-token"  # noqa: S105 (a route, not a secret)
+LOCAL_ADMIN_SUBJECT = "local-console-admin"
+LOCAL_ADMIN_TTL_SECONDS = 8 * 3600
 _HOST = re.compile(r"(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
 Invoke = Callable[[str, dict[str, Any]], Any]
 AsyncInvoke = Callable[[str, dict[str, Any]], Awaitable[Invocation]]
@@ -169,6 +187,69 @@ class LocalApi:
         headers = {"content-type": "text/javascript; charset=utf-8", "cache-control": "no-cache"}
         return Reply(200, headers, module.read_bytes())
 
+    def console_file(self, name: str) -> Reply:
+        """One file of the operator console (a name, never a path), or 404. The page comes with
+        the content security policy its CloudFront distribution sends on AWS (template.yaml),
+        with this stack's live endpoint, so what the policy refuses fails here too."""
+        found = _CONSOLE_FILE.fullmatch(name)
+        file = CONSOLE / name
+        if not found or not file.is_file():
+            return _message(404, "Not Found")
+        headers = {"content-type": _CONTENT_TYPES[found.group(1)], "cache-control": "no-cache"}
+        if found.group(1) == "html":
+            headers["content-security-policy"] = self.console_policy()
+        return Reply(200, headers, file.read_bytes())
+
+    def console_policy(self) -> str:
+        live = ""
+        if self.live:
+            ws = urlsplit(self.live["realtime_url"])
+            live = f" http://{self.live['http_host']} {ws.scheme}://{ws.netloc}"
+        return (
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+            f"connect-src 'self'{live}; manifest-src 'self'; base-uri 'none'; "
+            "form-action 'none'; frame-ancestors 'none'; object-src 'none'"
+        )
+
+    def console_config(self, host: str | None) -> Reply:
+        """The console's config.json for this stack: the API at the origin the page came from,
+        the live updates as the demo page gets them, and the local admin-token route."""
+        config: dict[str, Any] = {}
+        origin = f"http://{host}" if host and _HOST.fullmatch(host) else ""
+        if origin:
+            config["api_url"] = origin
+        if self.live:
+            config["live"] = self.live
+        config["local_admin_token_url"] = origin + LOCAL_ADMIN_TOKEN_PATH
+        headers = {"content-type": "application/json", "cache-control": "no-store"}
+        return Reply(200, headers, json.dumps(config).encode())
+
+    def local_admin_token(self, headers: dict[str, str]) -> Reply:
+        """`POST /local/admin-token`: {"token": an admin token of this stack}. A browser's
+        request from another origin (a page on the web posting to 127.0.0.1) is refused."""
+        origin, host = headers.get("origin"), headers.get("host")
+        if origin is not None and (not host or origin != f"http://{host}"):
+            return _message(403, "Forbidden")
+        token = tokens.mint(
+            self.jwt_secret,
+            LOCAL_ADMIN_SUBJECT,
+            "leaderboard/admin",
+            ttl_seconds=LOCAL_ADMIN_TTL_SECONDS,
+        )
+        body = json.dumps({"token": token, "expires_in": LOCAL_ADMIN_TTL_SECONDS}).encode()
+        return Reply(200, {"content-type": "application/json", "cache-control": "no-store"}, body)
+
+    def console(self, path: str, headers: dict[str, str]) -> Reply:
+        """GET /console and everything under /console/."""
+        if path == "/console":
+            return Reply(302, {"location": CONSOLE_PREFIX}, b"")
+        name = path.removeprefix(CONSOLE_PREFIX)
+        if name == "config.json":
+            return self.console_config(headers.get("host"))
+        if name.startswith("client/"):
+            return self.js_module(name.removeprefix("client/"))
+        return self.console_file(name or "index.html")
+
     @staticmethod
     def openapi(host: str | None) -> bytes:
         """docs/openapi.json with `servers` naming this stack, so tools pointed at the document
@@ -211,13 +292,18 @@ class LocalApi:
         source_ip: str = "127.0.0.1",
     ) -> Reply | Call:
         """What API Gateway does before the integration: the reply it gives on its own (the
-        demo page, the OpenAPI document, 404, 401, 403), or the function to call with its event."""
+        demo page, the operator console, the OpenAPI document, the local admin token, 404, 401,
+        403), or the function to call with its event."""
         parts = urlsplit(target)
         headers = {k.lower(): v for k, v in headers.items()}
         if method == "GET" and parts.path in ("/", "/index.html") and DEMO_PAGE.exists():
             return Reply(200, {"content-type": "text/html; charset=utf-8"}, self.demo_page())
         if method == "GET" and parts.path.startswith(JS_CLIENT_PREFIX):
             return self.js_module(parts.path.removeprefix(JS_CLIENT_PREFIX))
+        if method == "GET" and (parts.path == "/console" or parts.path.startswith(CONSOLE_PREFIX)):
+            return self.console(parts.path, headers)
+        if method == "POST" and parts.path == LOCAL_ADMIN_TOKEN_PATH:
+            return self.local_admin_token(headers)
         if method == "GET" and parts.path == "/openapi.json" and OPENAPI.exists():
             body = self.openapi(headers.get("host"))
             return Reply(200, {"content-type": "application/json"}, body)

@@ -68,6 +68,7 @@ SLOW_FIRST = (  # longest first: seconds on their worker in fresh-clone runs, 20
     "clients/test_js_client.py",  # 46-53 (the worker's make run, then node --test)
     "devstack/test_sam_local_emulation.py",  # 43-49 (another worker than the native one)
     "e2e/test_cluster_stack.py",  # 39-41
+    "console/test_console.py",  # 38-40 on its own (a stack, 5,000 entries, Chromium)
     "chaos/test_chaos_cluster.py",  # 27-40
     "e2e/test_docs_client_player_channels.py",  # 28-35
     "benchmarks/test_bench_player_channels_smoke.py",  # 30
@@ -101,7 +102,7 @@ def pytest_configure(config: pytest.Config) -> None:
 # workers, `make run`, Docker, browsers, Node. Coverage measures only this process, so it has
 # nothing of the service to record there, yet its tracer made the fuzz alone cost 18 s more
 # CPU (46 s without it, 64 s with); it is paused for their tests (README, Testing).
-OUT_OF_PROCESS_FOLDERS = frozenset({"e2e", "chaos", "clients", "devstack"})
+OUT_OF_PROCESS_FOLDERS = frozenset({"e2e", "chaos", "clients", "devstack", "console"})
 
 
 @pytest.hookimpl(wrapper=True)

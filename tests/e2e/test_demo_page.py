@@ -14,7 +14,6 @@ import contextlib
 import html
 import json
 import re
-import shutil
 import socket
 import threading
 import time
@@ -33,6 +32,7 @@ from devstack import tokens
 from devstack.servers import free_port
 from devstack.stack import LocalStack
 from tests.e2e.conftest import started_stack
+from tests.support.browser import CHROMIUM_ARGS, PNG_MAGIC, chromium_or_skip
 
 pytestmark = pytest.mark.e2e
 
@@ -40,19 +40,6 @@ ROOT = Path(__file__).resolve().parents[2]
 # The modules of clients/js the page loads (it imports leaderboard.js, which imports the rest).
 CLIENT_MODULES = ("leaderboard.js", "client.js", "errors.js", "live.js", "types.js")
 
-HOW_TO_INSTALL = (
-    "run `make browser` (installs Debian's chromium) and "
-    "`.venv/bin/pip install -r requirements-dev.txt` (playwright); "
-    "`playwright install` is not needed"
-)
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 BOARD = "demo-arena"
 DEMO_BOARD = {
     "title": "Demo Arena",
@@ -63,7 +50,6 @@ DEMO_BOARD = {
 SPEEDRUN = "demo-speedrun"
 SPEEDRUN_TIEBREAKERS = [{"name": "time_ms", "sort": "asc"}, {"name": "deaths", "sort": "asc"}]
 CLANS = "demo-clans"
-PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 # The acceptance point: a score submitted through the API shows within 1 s, without reload.
 LIVE_WITHIN_S = 1.0
 # Polling: one 2 s period, plus the read and the render.
@@ -73,13 +59,7 @@ POLLED_WITHIN_S = 3.0
 @pytest.fixture
 def chromium() -> str:
     """The Chromium executable; skips (before the stack starts) when it or playwright is missing."""
-    pytest.importorskip(
-        "playwright.sync_api", reason=f"playwright is not installed: {HOW_TO_INSTALL}"
-    )
-    executable = shutil.which("chromium")
-    if executable is None:
-        pytest.skip(f"no chromium on PATH: {HOW_TO_INSTALL}")
-    return executable
+    return chromium_or_skip()
 
 
 @pytest.fixture

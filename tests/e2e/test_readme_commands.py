@@ -94,3 +94,22 @@ def test_the_devstack_command_runs_without_the_makefile(make_run: RunningStack, 
         text=True,
     )
     assert refused.returncode == 2 and "--sub" in refused.stderr
+
+
+def test_make_run_prints_and_serves_the_operator_console(make_run: RunningStack) -> None:
+    """README, Operator console: `make run` prints the console's URL beside the demo page's;
+    the page, its config for this stack and the local admin-token route answer there."""
+    log = make_run.stack.log.read_text(errors="replace")
+    assert f"(demo page: {make_run.url}/)" in log
+    assert f"Operator console: {make_run.url}/console/" in log
+    status, headers, body = make_run.request("GET", "/console/")
+    assert status == 200 and headers["content-type"].startswith("text/html")
+    assert b'<script type="module" src="./console.js">' in body
+    status, _, body = make_run.request("GET", "/console/config.json")
+    config = json.loads(body)
+    assert config["api_url"] == make_run.url and config["live"] == make_run.live
+    status, _, body = make_run.request("POST", "/local/admin-token")
+    token = json.loads(body)["token"]
+    assert status == 200 and _claims(token)["scope"] == "leaderboard/admin"
+    status, _, _ = make_run.request("GET", "/boards/no-such-board/hidden", token=token)
+    assert status == 404  # past the authorizer's admin scope: a token of this stack
