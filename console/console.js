@@ -1758,32 +1758,30 @@ async function tournamentsView(query) {
   if (!view.alive()) return;
   const from = Math.min(page * TOURNAMENTS_PAGE, Math.max(0, list.length - 1));
   const shown = list.slice(from, from + TOURNAMENTS_PAGE);
-  const periods = await Promise.all(shown.map((t) => state.client.listPeriods(t.board_id).then((p) => p.periods, () => null)));
-  if (!view.alive()) return;
   main().append(
     h("section", { class: "panel" },
       table({
         caption: `${status ? `${status[0].toUpperCase()}${status.slice(1)} tournaments` : "Tournaments: open, upcoming, then ended"}`,
         testid: "tournaments",
         columns: [{ label: "Tournament", key: "board" }, { label: "Status", key: "status" }, { label: "Window", key: "window" }, { label: "Sign-up", key: "signup" },
-          { label: "Players (cap)", key: "players", num: true }, { label: "Attempts each", key: "attempts", num: true }, { label: "Recurrence", key: "recurrence" }],
-        rows: shown.map((t, i) => {
-          const window = (periods[i] || []).find((p) => p.period === t.period);
-          const players = window && window.status !== "upcoming" ? fmtNumber(window.entries ?? 0) : "0";
+          { label: "Players (cap)", key: "players", num: true }, { label: "Attempts (each)", key: "attempts", num: true }, { label: "Recurrence", key: "recurrence" }],
+        rows: shown.map((t) => {
+          const players = t.participants === null || t.participants === undefined ? "–" : fmtNumber(t.participants);
+          const attempts = t.attempts === null || t.attempts === undefined ? "–" : fmtNumber(t.attempts);
           return [
             h("span", {}, h("a", { href: link(["tournaments", t.board_id]), text: t.board_id }), t.title ? ` ${t.title}` : ""),
             h("span", { class: `badge ${t.status}`, text: t.status }),
             `${fmtTime(t.starts_at)} – ${fmtTime(t.ends_at)}`,
             t.join_required ? "required" : "not required",
             `${players}${t.max_participants ? ` / ${fmtNumber(t.max_participants)}` : ""}`,
-            t.max_attempts ? fmtNumber(t.max_attempts) : "unlimited",
+            t.max_attempts ? `${attempts} (${fmtNumber(t.max_attempts)} each)` : "– (unlimited)",
             t.recurrence ? `${t.recurrence.cron} (${t.recurrence.timezone}), ${Math.round(t.recurrence.duration_seconds / 60)} min` : "one-shot",
           ];
         }),
         rowAttrs: (i) => ({ "data-board": shown[i].board_id, "data-status": shown[i].status }),
         empty: status ? `No ${status} tournaments.` : "No tournaments.",
       }),
-      h("p", { class: "hint", text: "Players: entries in the window shown (players with an accepted score). The API reads no count of sign-ups who have not played yet, nor attempts used: each sign-up's answer carries the count of its window." }),
+      h("p", { class: "hint", text: "Players: the window shown's sign-ups (or, without sign-up, who played it), against its cap. Attempts: its accepted submissions, counted when attempts are capped." }),
       pager({
         testid: "tournaments-pager",
         label: "Pages of tournaments",

@@ -844,10 +844,10 @@ def test_tournaments_by_status_with_sign_ups_and_attempts_and_standings(
     assert shown == open_ids and cup in shown and later not in shown and past not in shown
     row = page.locator(f"[data-testid=tournaments] tr[data-board='{cup}']")
     expect(row.locator("td[data-col=signup]")).to_have_text("required")
-    expect(row.locator("td[data-col=players]")).to_have_text(
-        "2 / 64"
-    )  # players with a score, of the cap
-    expect(row.locator("td[data-col=attempts]")).to_have_text("3")
+    listed = next(t for t in api.ok("GET", "/tournaments")["tournaments"] if t["board_id"] == cup)
+    assert (listed["participants"], listed["attempts"]) == (3, 2)  # 3 signed up, 2 scores
+    expect(row.locator("td[data-col=players]")).to_have_text("3 / 64")  # sign-ups, of the cap
+    expect(row.locator("td[data-col=attempts]")).to_have_text("2 (3 each)")
 
     page.click("[data-testid=tournament-filter] [data-status=upcoming]")
     console.ready("tournaments")

@@ -243,6 +243,8 @@ def test_the_listing_shows_open_upcoming_and_ended_tournaments(index, database_u
         (f"t-past-{tag}", "ended"),
     ]
     assert listed[0]["period"] == "2026-12-05T180000Z" and listed[0]["join_required"] is False
+    # nobody played yet; no cap on attempts, so none counted
+    assert [(t["participants"], t["attempts"]) for t in listed] == [(0, None)] * 3
     upcoming = reads.tournaments({"status": "upcoming"})["tournaments"]
     assert f"t-soon-{tag}" in {t["board_id"] for t in upcoming}
     assert all(t["status"] == "upcoming" for t in upcoming)

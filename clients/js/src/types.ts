@@ -401,6 +401,10 @@ export interface TournamentSummary {
   series_starts_at: string;
   /** No window starts at or after it; null: a recurring tournament that never ends. */
   series_ends_at: string | null;
+  /** The shown window's players (signed up, or who played); null while Redis can't be read. */
+  participants: number | null;
+  /** The shown window's accepted submissions; null without `max_attempts`. */
+  attempts: number | null;
   [key: string]: unknown;
 }
 

@@ -393,6 +393,10 @@ class TournamentInfo(TypedDict):
     recurrence: Recurrence | None
     series_starts_at: str
     series_ends_at: str | None
+    participants: int | None
+    """The shown window's players (signed up, or who played); None while Redis can't be read."""
+    attempts: int | None
+    """The shown window's accepted submissions; None without max_attempts."""
 
 
 class TournamentList(TypedDict):

@@ -171,7 +171,8 @@ class CatalogReads(ReadBase):
             raise BadRequest("status must be open, upcoming or ended", field="status")
         now = self.clock()
         listed = []
-        for board in self.list_boards()["boards"]:
+        boards = self.list_boards()
+        for board in boards["boards"]:
             if not board.get("tournament"):
                 continue
             config = BoardConfig.from_public(board)
@@ -180,6 +181,7 @@ class CatalogReads(ReadBase):
             if wanted is not None and listing["status"] != wanted:
                 continue
             listed.append({"board_id": board["board_id"], "title": board.get("title"), **listing})
+        self._count_players(listed, degraded=bool(boards.get("degraded")))
         rank = {OPEN: 0, UPCOMING: 1, ENDED: 2}
         listed.sort(key=lambda t: t["board_id"])
         listed.sort(
@@ -191,6 +193,23 @@ class CatalogReads(ReadBase):
         ended = [t for t in listed if t["status"] == ENDED]
         ended.sort(key=lambda t: t["ends_at"], reverse=True)
         return {"tournaments": [t for t in listed if t["status"] != ENDED] + ended}
+
+    def _count_players(self, listed: list[dict[str, Any]], *, degraded: bool) -> None:
+        """Each listed window's `participants` and `attempts` as Redis holds them (one
+        pipeline); null when Redis cannot be read (the list itself then came from PostgreSQL)."""
+        counts: list[tuple[int | None, int | None]] = [(None, None)] * len(listed)
+        if listed and not degraded:
+            with contextlib.suppress(Unavailable):
+                counts = list(
+                    self.index.tournament_counts(
+                        [(t["board_id"], t["period"] if t["recurrence"] else None) for t in listed]
+                    )
+                )
+        for listing, (participants, attempts) in zip(listed, counts, strict=True):
+            listing["participants"] = participants
+            # counted only under a cap on attempts (a write then reads its player's count)
+            capped = listing["max_attempts"] is not None and participants is not None
+            listing["attempts"] = (attempts or 0) if capped else None
 
     def list_boards(self, *, caller: Caller | None = None) -> dict[str, Any]:
         """Every board. `caller` is who reads (anonymous: None)."""

@@ -17,7 +17,7 @@ Layout, every key of a board under the hash tag `{board}` so one script can touc
   lb:{b}:rl:<player>    rate-limit token bucket, expires
   lb:{b}:outbox         stream of events not yet confirmed in PostgreSQL (drained by the relay)
   lb:{b}:joined[:<w>]   a tournament's participants (a recurring tournament's per window w)
-  lb:{b}:attempts[:<w>] a tournament's accepted submissions, player -> count (per window w)
+  lb:{b}:attempts[:<w>] a tournament's accepted submissions, player -> count, '~' -> all (per w)
   lb:{b}:windows        a recurring tournament's windows holding those keys, until the
                         rollover removes them once the window is over (and archived)
   lb:{b}:wake           shard pub/sub channel (not a key) the outbox's writers wake the live

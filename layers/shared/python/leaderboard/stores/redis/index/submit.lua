@@ -292,7 +292,10 @@ end
 local version = redis.call('INCR', KEYS[4])
 if tour_join then redis.call('SADD', tour_join, player) end
 if tour_window then redis.call('SADD', tpfx .. 'windows', tour_window) end
-if tour_attempts then redis.call('HINCRBY', tour_attempts, player, 1) end
+if tour_attempts then -- the player's, and the window's total under '~' (no player id holds one)
+  redis.call('HINCRBY', tour_attempts, player, 1)
+  redis.call('HINCRBY', tour_attempts, '~', 1)
+end
 local tie = ''
 if first then
   -- Equal scores order by member; this prefix makes the earlier arrival come first. A shard

@@ -47,6 +47,25 @@ class TournamentCommands(IndexBase):
         raise Unavailable("the board's rules kept changing; retry", retry_after=1, store="redis")
 
     @guarded
+    def tournament_counts(
+        self, windows: list[tuple[str, str | None]]
+    ) -> list[tuple[int, int | None]]:
+        """(participants, accepted submissions) of each (board, window id: None for a one-shot
+        tournament) as `joined` and `attempts` hold them now, in one pipeline (one round trip a
+        node); submissions are None where nobody was counted (a tournament without
+        max_attempts counts none)."""
+        pipe = self.client.pipeline(transaction=False)
+        for board_id, window_id in windows:
+            keys = BoardKeys(board_id)
+            pipe.scard(keys.joined(window_id))
+            pipe.hget(keys.attempts(window_id), "~")
+        replies = pipe.execute() if windows else []
+        return [
+            (int(replies[i]), None if replies[i + 1] is None else int(replies[i + 1]))
+            for i in range(0, len(replies), 2)
+        ]
+
+    @guarded
     def tournament_windows(self, board_id: str) -> set[str]:
         """The windows of a recurring tournament whose sign-ups or attempts are still held."""
         members = self.client.smembers(BoardKeys(board_id).tournament_windows)
