@@ -68,6 +68,11 @@ class Play:
         return f"lb:{{{self.board_id}}}:{name}"
 
 
+def _listed(play: Play, board_id: str) -> dict:
+    """The tournament as GET /tournaments lists it."""
+    return next(t for t in play.reads().tournaments({})["tournaments"] if t["board_id"] == board_id)
+
+
 def test_each_window_has_its_own_sign_ups_caps_and_attempts(index, database_url, board_id):
     clock = MovableClock(utc("2026-03-27T12:00:00"))  # the series starts with the board
     play = Play(index, database_url, board_id, clock, max_participants=2, max_attempts=2)
@@ -83,14 +88,14 @@ def test_each_window_has_its_own_sign_ups_caps_and_attempts(index, database_url,
     assert play.submit("ada", 6).body["applied"]
     _refused("attempts_exhausted", play.submit, "ada", 8)
     assert play.index.client.smembers(play.key(f"joined:{W1}")) == {"ada", "bo"}
-    shown = next(t for t in play.reads().tournaments({})["tournaments"] if t["board_id"] == board_id)
+    shown = _listed(play, board_id)
     assert (shown["period"], shown["participants"], shown["attempts"]) == (W1, 2, 3)
 
     clock.now = utc("2026-03-27T18:00:00")  # between windows
     _refused("not_started", play.submit, "ada", 9)
     got = play.join("cy")  # for the next window, whose cap is its own
     assert (got["period"], got["joined"], got["participants"]) == (W2, True, 1)
-    shown = next(t for t in play.reads().tournaments({})["tournaments"] if t["board_id"] == board_id)
+    shown = _listed(play, board_id)
     assert (shown["period"], shown["participants"], shown["attempts"]) == (W2, 1, 0)  # the next
     final = play.reads().entries(board_id, {"period": "custom"})  # the last window's standings
     assert (final["period"], [(e["player_id"], e["score"]) for e in final["entries"]]) == (
@@ -104,7 +109,8 @@ def test_each_window_has_its_own_sign_ups_caps_and_attempts(index, database_url,
     assert play.submit("ada", 5).body["applied"]
     _refused("attempts_exhausted", play.submit, "ada", 6)
     _refused("full", play.submit, "bo", 1)
-    assert play.index.client.hgetall(play.key(f"attempts:{W2}")) == {"cy": "1", "ada": "2", "~": "3"}
+    counted = play.index.client.hgetall(play.key(f"attempts:{W2}"))
+    assert counted == {"cy": "1", "ada": "2", "~": "3"}  # '~': the window's total
     assert play.index.client.smembers(play.key("windows")) == {W1, W2}
 
     clock.now = utc("2026-03-29T16:00:00")  # after the change: 18:00 CEST, an hour long
