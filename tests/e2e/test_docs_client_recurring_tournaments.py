@@ -1149,6 +1149,9 @@ def test_live_created_and_listed_open(env: Env, live: Live) -> None:
         "recurrence": t["recurrence"],
         "series_starts_at": t["starts_at"],
         "series_ends_at": t["ends_at"],
+        # read before anyone joined or played W1; attempts are counted (max_attempts is set)
+        "participants": 0,
+        "attempts": 0,
     }, item
     assert live.board in env.mine(rec["w1_list_open"])
     assert live.board not in env.mine(rec["w1_list_upcoming"])
