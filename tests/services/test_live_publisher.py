@@ -195,7 +195,9 @@ def test_a_thousand_writes_a_second_make_at_most_rate_messages_per_channel_per_s
         started, writes = time.monotonic(), 0
         while time.monotonic() - started < 3.0:  # paced at 1,000 submissions a second
             due = int((time.monotonic() - started) * 1000)
-            while writes < due:
+            # and never past the 3 s: on a loaded machine catching up on `due` ran the writes
+            # past the publisher's run, whose last message then missed the last write
+            while writes < due and time.monotonic() - started < 3.0:
                 index.submit(  # the write path's one Redis round trip, nothing else
                     board_id,
                     Submission(
