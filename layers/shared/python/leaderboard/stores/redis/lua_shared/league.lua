@@ -150,18 +150,18 @@ local function league_lib()
   -- rollover is behind: the caller answers 503). The common case, the last season settled,
   -- is submit.lua's own (a write that places a player pays for no function made here).
   function L.tier_unsettled(rules, start, pfx, player, prev, prev2, how, held, settled)
+    local R = L.rules(rules)
     if settled ~= prev2 and prev2 ~= '-'
         and (settled ~= '-' or redis.call('EXISTS', unpack(league_tier_lists(pfx, prev2,
-          L.rules(rules).top))) > 0) then
+          R.top))) > 0) then
       return nil
     end
     local g = redis.call('HGET', pfx .. 'lg:g:' .. prev, player)
     if not g then
-      if held then return L.idle(L.rules(rules), held) end
+      if held then return L.idle(R, held) end
       return start
     end
     local tier = tonumber(string.match(g, '^(%d+)'))
-    local R = L.rules(rules)
     local rows = league_group_rows(pfx, prev, g, R.size, how, pfx .. 'z:' .. prev,
       pfx .. 'm:' .. prev)
     local rank, members = league_rank_in(rows, how, player)

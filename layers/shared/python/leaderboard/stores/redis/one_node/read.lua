@@ -145,15 +145,8 @@ for i = 1, #rows, 2 do
       rank = prev_rank
     elseif prev_score ~= nil then
       rank = position + 1
-    elseif grows then -- the group's rows before the window: walk back over the equal ones
+    elseif grows then -- a group is read whole (leagues.py): its first row has nobody above
       rank = position + 1
-      local group_of = spec and tb_group(member, ncols)
-      for j = 2 * position - 1, 1, -2 do
-        if tonumber(grows[j + 1]) ~= value or (spec and tb_group(grows[j], ncols) ~= group_of) then
-          break
-        end
-        rank = (j + 1) / 2
-      end
     elseif spec then
       rank = tb_rank(key, desc, tb_group(member, ncols))
     elseif desc then
